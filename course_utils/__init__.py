@@ -1,0 +1,3 @@
+"""Helpers for the Feed the Beast course. `import course_utils` first, before any kernel is defined."""
+from . import environment as env  # noqa: F401  (must come first: it decides TRITON_INTERPRET)
+from .environment import DEVICE, INTERPRET, ON_GPU, pick  # noqa: F401

@@ -1,0 +1,84 @@
+"""Where am I running? GPU or Triton's CPU interpreter, and what that means for a lesson.
+
+Import this (``import course_utils``) before any Triton kernel is defined: on a machine without
+a GPU it switches Triton to its interpreter, which must happen before ``@triton.jit`` runs.
+"""
+from __future__ import annotations
+
+import os
+import platform
+import sys
+
+import torch
+
+ON_GPU: bool = torch.cuda.is_available()
+
+# triton.jit reads TRITON_INTERPRET when it wraps a kernel, so this must run before any kernel is
+# defined. An explicit choice in the environment is respected.
+if not ON_GPU and os.environ.get("TRITON_INTERPRET", "0") in ("", "0"):
+    os.environ["TRITON_INTERPRET"] = "1"
+
+INTERPRET: bool = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+DEVICE: str = "cuda" if ON_GPU and not INTERPRET else "cpu"
+HEADLESS: bool = os.environ.get("COURSE_HEADLESS", "0") not in ("", "0")
+
+import triton  # noqa: E402  (after TRITON_INTERPRET is settled)
+
+
+def pick(gpu, cpu):
+    """Choose a problem size for the mode we are in: the interpreter runs kernels in Python,
+    so a lesson that moves 1 GiB on a GPU moves a few KiB on the CPU."""
+    return cpu if INTERPRET or not ON_GPU else gpu
+
+
+def gpu_name() -> str:
+    return torch.cuda.get_device_name() if ON_GPU else "none"
+
+
+def compute_capability() -> tuple[int, int] | None:
+    return torch.cuda.get_device_capability() if ON_GPU else None
+
+
+def seed(s: int = 0) -> None:
+    torch.manual_seed(s)
+
+
+def traps() -> list[str]:
+    """Known ways this machine will surprise a student, in plain words."""
+    notes = []
+    if INTERPRET:
+        notes.append("Triton runs in its CPU interpreter (TRITON_INTERPRET=1): kernels execute as NumPy, "
+                     "so wall-clock times mean nothing here. The course measures bytes and launches instead "
+                     "and shows a labelled model of GPU time.")
+        notes.append("Under the interpreter tl.dot on bf16 is not faithful and libdevice.tanh is missing: "
+                     "the CPU checks use fp16/fp32.")
+    cc = compute_capability()
+    if cc is not None and cc < (8, 0):
+        notes.append(f"This GPU is sm_{cc[0]}{cc[1]} (e.g. Colab's T4): no bf16 in Triton, and tl.dot runs "
+                     "without tensor cores (Triton >= 3.3 dropped them before sm_80). Use fp16/fp32.")
+    if ON_GPU and INTERPRET:
+        notes.append("A GPU is present but TRITON_INTERPRET is set: kernels run on the CPU interpreter.")
+    return notes
+
+
+def self_test(verbose: bool = True) -> dict:
+    """Print (and return) what the course needs to know about this machine."""
+    info = {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "triton": triton.__version__,
+        "device": DEVICE,
+        "interpreter": INTERPRET,
+        "gpu": gpu_name(),
+        "compute_capability": compute_capability(),
+    }
+    if ON_GPU:
+        p = torch.cuda.get_device_properties(0)
+        info["sms"] = p.multi_processor_count
+        info["gpu_memory_gib"] = round(p.total_memory / 2**30, 1)
+    if verbose:
+        for k, v in info.items():
+            print(f"{k:>20}: {v}")
+        for n in traps():
+            print("  note:", n)
+    return info
