@@ -1,0 +1,222 @@
+"""The machinery every checker shares: run the student's function safely, compare with a reference,
+and turn a mismatch into a sentence that names the likely cause."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+from .. import _interp, trips
+from ..environment import ON_GPU, INTERPRET
+
+
+class CheckFailed(AssertionError):
+    """The student's answer is wrong; the message says how and the likely cause."""
+
+
+@dataclass
+class Passed:
+    name: str
+    cases: list = field(default_factory=list)
+    traffic: object = None
+
+    def __repr__(self) -> str:
+        s = f"✓ {self.name}: {len(self.cases)} cases passed ({'; '.join(self.cases[:6])}"
+        s += ", …)" if len(self.cases) > 6 else ")"
+        if self.traffic is not None:
+            s += f"\n  traffic: {self.traffic.summary()}"
+        return s
+
+
+def fail(msg: str):
+    raise CheckFailed(msg)
+
+
+# --- poisoned allocations: an output element nobody wrote keeps this exact bit pattern -------------
+_POISON_BITS = {torch.float32: (torch.int32, 0x7FC0DEAD), torch.float16: (torch.int16, 0x7E5A),
+                torch.bfloat16: (torch.int16, 0x7FDA), torch.float64: (torch.int64, 0x7FF8DEADBEEF0000)}
+_FACTORIES = {torch.empty, torch.empty_like, torch.empty_strided, torch.Tensor.new_empty}
+
+
+def _poison(t: torch.Tensor) -> None:
+    if t.dtype in _POISON_BITS:
+        as_int, bits = _POISON_BITS[t.dtype]
+        t.view(as_int).fill_(bits)
+    elif t.dtype.is_floating_point is False and t.dtype != torch.bool:
+        t.fill_(-12345 if t.dtype.is_signed else 123)
+
+
+def unwritten(t: torch.Tensor) -> torch.Tensor:
+    """Boolean mask of elements still holding the poison: nothing stored there."""
+    if t.dtype not in _POISON_BITS:
+        return torch.zeros(t.shape, dtype=torch.bool, device=t.device)
+    as_int, bits = _POISON_BITS[t.dtype]
+    return t.contiguous().view(as_int) == bits
+
+
+class _PoisonAllocations(TorchFunctionMode):
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        if func in _FACTORIES and isinstance(out, torch.Tensor):
+            _poison(out)
+        return out
+
+
+# --- running the student's code ---------------------------------------------------------------------
+_HINTS = [
+    ("arange's range must be a power of 2", "tl.arange(0, BLOCK) needs a power-of-two BLOCK: round up with "
+     "triton.next_power_of_2(n) and mask off the extra lanes."),
+    ("constexpr", "a value that fixes a shape (like BLOCK in tl.arange) must be declared `BLOCK: tl.constexpr` "
+     "in the kernel's signature and passed as a keyword at launch."),
+    ("cannot be accessed from Triton", "a CPU tensor reached a GPU kernel: create tensors with "
+     "device=cu.DEVICE, or move them with .to(cu.DEVICE)."),
+    ("unsupported AST node type: Raise", "the kernel still contains a `raise`: kernels cannot raise; "
+     "replace the stub with the kernel body."),
+    ("out of resource", "the block needs more on-chip memory than one SM has: use a smaller BLOCK."),
+    ("Only tensors, not `float` and `int`", "a kernel argument that should be a pointer is a Python number."),
+]
+
+
+def explain(exc: BaseException) -> str | None:
+    """A plain hint for the Triton errors students meet most, or None."""
+    text = f"{type(exc).__name__}: {exc} {exc.__cause__ or ''}"
+    for needle, hint in _HINTS:
+        if needle in text:
+            return hint
+    return None
+
+
+def run(fn, *args, name: str, poison: bool = True):
+    """Call the student's function with poisoned allocations; turn its failures into CheckFailed."""
+    if not callable(fn):
+        fail(f"check.{name} takes your function itself (e.g. check.{name}({name})), "
+             f"not {type(fn).__name__}")
+    try:
+        if not poison:
+            return fn(*args)
+        with _PoisonAllocations():
+            return fn(*args)
+    except CheckFailed:
+        raise
+    except NotImplementedError as e:
+        fail(f"`{getattr(fn, '__name__', name)}` is still the stub ({e}). Write the code marked "
+             "YOUR CODE HERE, run that cell, then run this check again.")
+    except _interp.OutOfBounds as e:
+        raise CheckFailed(str(e)) from None
+    except Exception as e:  # the student's own bug: keep the chain so they can read the trace
+        hint = explain(e)
+        first = str(e).strip().splitlines()[0][:300] if str(e).strip() else ""
+        msg = f"`{getattr(fn, '__name__', name)}` raised {type(e).__name__}: {first}"
+        raise CheckFailed(msg + (f"\nHint: {hint}" if hint else "")) from (None if hint else e)
+
+
+def bounds_check_on_gpu(fn, *args, name: str):
+    """On a GPU an out-of-bounds access may go unnoticed; replaying one small case through the
+    instrumented interpreter (as trips.count does) catches it."""
+    if ON_GPU and not INTERPRET:
+        with trips.counting():
+            run(fn, *args, name=name)
+
+
+# --- comparing --------------------------------------------------------------------------------------
+def tolerance(dtype: torch.dtype) -> dict:
+    return {torch.float16: dict(atol=2e-3, rtol=2e-3), torch.bfloat16: dict(atol=2e-2, rtol=2e-2)}.get(
+        dtype, dict(atol=1e-5, rtol=1e-5))
+
+
+def _tail_run(flat_bad: torch.Tensor) -> int:
+    """Length of the run of bad elements that ends at the last element (0 if the last one is fine)."""
+    if not bool(flat_bad[-1]):
+        return 0
+    good = torch.nonzero(~flat_bad).flatten()
+    return flat_bad.numel() if good.numel() == 0 else flat_bad.numel() - 1 - int(good[-1])
+
+
+def _where(bad: torch.Tensor, what: str) -> str:
+    """Describe where the bad elements are: the tail, trailing columns, whole rows, or scattered."""
+    n, k = bad.numel(), int(bad.sum())
+    if k == n:
+        return f"all {n} elements {what}"
+    tail = _tail_run(bad.flatten())
+    if tail == k:
+        return f"the last {k} element{'s' if k > 1 else ''} {what}"
+    if bad.dim() == 2:
+        col_bad = bad.all(dim=0)
+        cols = int(col_bad.sum())
+        if cols and bool(bad[:, -1].all()) and int(bad.sum()) == cols * bad.shape[0] and \
+                _tail_run(col_bad) == cols:
+            return f"the last {cols} columns of every row {what}"
+        rows = bad.all(dim=1)
+        if int(rows.sum()) * bad.shape[1] == k:
+            return f"{int(rows.sum())} whole rows (first: row {int(torch.nonzero(rows)[0])}) {what}"
+    first = tuple(int(i) for i in torch.nonzero(bad)[0])
+    return f"{k} of {n} elements {what} (first at index {first if len(first) > 1 else first[0]})"
+
+
+def compare(out, ref: torch.Tensor, *, name: str, like: torch.Tensor | None = None, wrong_answers=(),
+            overflow_hint: str = "", tol: dict | None = None) -> None:
+    """Fail with a diagnosis unless out matches ref.
+
+    wrong_answers: (tensor, message) pairs, realistic mistakes computed by the checker; if out
+    matches one of them, its message is the diagnosis."""
+    like = ref if like is None else like
+    if out is None:
+        fail(f"`{name}` returned None: did you forget `return out`?")
+    if not isinstance(out, torch.Tensor):
+        fail(f"`{name}` returned a {type(out).__name__}; it should return a torch.Tensor")
+    if out.device.type != like.device.type:
+        fail(f"`{name}` returned a tensor on {out.device}, but the inputs are on {like.device}: allocate the "
+             "output like the input (torch.empty_like(x)).")
+    if tuple(out.shape) != tuple(ref.shape):
+        fail(f"`{name}` returned shape {tuple(out.shape)}; expected {tuple(ref.shape)}")
+    if out.dtype != like.dtype:
+        fail(f"`{name}` returned {out.dtype} for {like.dtype} inputs: keep the input's dtype "
+             "(torch.empty_like(x)), and cast inside the kernel if you compute in fp32.")
+    tol = tol or tolerance(like.dtype)
+    never = unwritten(out)
+    if bool(never.any()):
+        cause = ("Does the kernel store, and is it launched?" if bool(never.all()) else
+                 "Is the grid big enough (triton.cdiv(n, BLOCK) programs)? Is the mask off by one?")
+        fail(f"`{name}`: {_where(never.cpu(), 'were never written')} (they still hold the poison the "
+             f"check put in freshly allocated memory). {cause}")
+    got, want = out.double(), ref.double()
+    if bool((~torch.isfinite(got) & torch.isfinite(want)).any()):
+        kind = "NaN" if bool((torch.isnan(got) & torch.isfinite(want)).any()) else "inf"
+        fail(f"`{name}`: {_where((~torch.isfinite(got) & torch.isfinite(want)).cpu(), f'are {kind}')} where the "
+             f"answer is finite. {overflow_hint or 'Overflow? Is an intermediate too large for the dtype?'}")
+    close = torch.isclose(got, want, **tol, equal_nan=True)
+    if bool(close.all()):
+        return
+    for alt, message in wrong_answers:
+        if alt is not None and alt.shape == out.shape and bool(
+                torch.isclose(got, alt.double(), **tol, equal_nan=True).all()):
+            fail(f"`{name}`: {message}")
+    bad = ~close
+    err = (got - want).abs().masked_fill(~bad, 0)
+    worst = tuple(int(i) for i in torch.nonzero(err == err.max())[0])
+    idx = worst if len(worst) > 1 else worst[0]
+    msg = f"`{name}`: {_where(bad.cpu(), 'are wrong')}. Worst at {idx}: got {got[worst].item():.6g}, " \
+          f"expected {want[worst].item():.6g}."
+    ratio = (got[bad] / want[bad]).cpu()
+    ratio = ratio[torch.isfinite(ratio)]
+    if ratio.numel() >= 2 and float(ratio.std()) < 1e-3 * max(1.0, abs(float(ratio.mean()))) and \
+            abs(float(ratio.mean()) - 1) > 1e-2:
+        msg += f" Every wrong element is off by the same factor, ×{float(ratio.mean()):.4g}: a missing or extra scale?"
+    elif _tail_run(bad.flatten()) == int(bad.sum()):
+        msg += " Only the tail is wrong: is the last, partial block masked correctly?"
+    fail(msg)
+
+
+def budget(fn, args, *, name: str, launches: int, bytes: int, slack: float = 0.05):
+    """Count the trips of one call and fail if it launches or moves more than the budget allows."""
+    t = trips.count(run, fn, *args, name=name, poison=False)
+    if t.launches == 0:
+        fail(f"`{name}` launched no kernel at all: did it compute on the CPU side, or return early?")
+    if t.launches > launches:
+        fail(f"`{name}` made {t.launches} launches where {launches} should do: this is not fused. "
+             f"Every launch writes its result to HBM and the next reads it back.\n{t.table()}")
+    if t.bytes > bytes * (1 + slack):
+        fail(f"`{name}` moved {t.bytes} bytes; the budget is {bytes}: something is read or written "
+             f"more than once, or an intermediate goes to memory.\n{t.table()}")
+    return t

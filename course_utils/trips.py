@@ -1,0 +1,225 @@
+"""Count the trips: kernel launches and the HBM bytes each kernel reads and writes.
+
+    t = trips.count(lambda: torch.nn.functional.gelu(x + b))
+    t.launches, t.bytes_read, t.bytes_written, t.kernels
+
+PyTorch operators are counted as they are dispatched: one launch each, reading their input tensors
+and writing their outputs. Triton kernels are counted by what they really load and store, by
+running them in the instrumented interpreter (on a GPU, on copies of the arguments, before the
+real launch). Bytes are *distinct* bytes per kernel, what a perfect cache would fetch from HBM;
+`requested_*` adds up every load and store as issued, so re-reads show up there.
+"""
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from . import _interp
+from .environment import INTERPRET
+
+# Operators that launch no kernel: allocation, metadata, scalar reads.
+_NO_KERNEL = {"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "set_", "resize_",
+              "_local_scalar_dense", "lift_fresh", "size", "stride", "is_same_size", "record_stream", "sym_size",
+              "sym_stride", "sym_numel", "sym_storage_offset", "is_nonzero", "equal"}
+# In-place operators that overwrite `self` without reading it.
+_WRITE_ONLY_SELF = {"copy_", "fill_", "zero_", "normal_", "uniform_", "random_", "bernoulli_", "exponential_"}
+
+
+@dataclass
+class Kernel:
+    """One launch: its name, and what it moved."""
+    name: str
+    kind: str                       # "torch" or "triton"
+    bytes_read: int
+    bytes_written: int
+    requested_read: int
+    requested_written: int
+    reads: dict = field(default_factory=dict)    # argument -> distinct bytes
+    writes: dict = field(default_factory=dict)
+
+    @property
+    def bytes(self) -> int:
+        return self.bytes_read + self.bytes_written
+
+
+@dataclass
+class Trips:
+    kernels: list = field(default_factory=list)
+    result: object = None
+
+    launches = property(lambda self: len(self.kernels))
+    bytes_read = property(lambda self: sum(k.bytes_read for k in self.kernels))
+    bytes_written = property(lambda self: sum(k.bytes_written for k in self.kernels))
+    bytes = property(lambda self: self.bytes_read + self.bytes_written)
+    requested_read = property(lambda self: sum(k.requested_read for k in self.kernels))
+    requested_written = property(lambda self: sum(k.requested_written for k in self.kernels))
+    requested = property(lambda self: self.requested_read + self.requested_written)
+
+    def per_element(self, n: int) -> float:
+        """HBM bytes per element of a tensor of n elements: 8.0 means one fp32 read and one write."""
+        return self.bytes / n
+
+    def summary(self) -> str:
+        s = f"{self.launches} launch{'es' if self.launches != 1 else ''}, {_fmt(self.bytes)} " \
+            f"({_fmt(self.bytes_read)} read + {_fmt(self.bytes_written)} written)"
+        if self.requested != self.bytes:
+            s += f"; requested by all loads/stores: {_fmt(self.requested)}"
+        return s
+
+    def table(self, max_rows: int = 20) -> str:
+        rows = [("#", "kernel", "kind", "read", "written", "requested", "reads / writes")]
+        for i, k in enumerate(self.kernels[:max_rows]):
+            rw = ", ".join(f"{a} {_fmt(b)}" for a, b in k.reads.items())
+            rw += " -> " + ", ".join(f"{a} {_fmt(b)}" for a, b in k.writes.items())
+            rows.append((str(i + 1), k.name, k.kind, _fmt(k.bytes_read), _fmt(k.bytes_written),
+                         _fmt(k.requested_read + k.requested_written), rw))
+        widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
+        lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in rows]
+        if len(self.kernels) > max_rows:
+            lines.append(f"... and {len(self.kernels) - max_rows} more kernels")
+        lines.append("total: " + self.summary())
+        return "\n".join(lines)
+
+    __repr__ = table
+
+    def _repr_html_(self) -> str:
+        import html
+        return "<pre>" + html.escape(self.table()) + "</pre>"
+
+
+def _fmt(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+
+
+def _distinct_bytes(t: torch.Tensor) -> int:
+    """Bytes a kernel must fetch for t: a broadcast (stride-0) dimension is fetched once."""
+    n = 1
+    for size, stride in zip(t.shape, t.stride()):
+        if stride != 0:
+            n *= size
+    return n * t.element_size() if t.numel() else 0
+
+
+def _label(t: torch.Tensor) -> str:
+    short = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16", torch.float64: "f64",
+             torch.int64: "i64", torch.int32: "i32", torch.bool: "bool", torch.uint8: "u8", torch.int8: "i8"}
+    return f"{short.get(t.dtype, str(t.dtype).replace('torch.', ''))}{list(t.shape)}"
+
+
+def _tensors(value):
+    if isinstance(value, torch.Tensor):
+        yield value
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _tensors(v)
+
+
+class _Recorder(TorchDispatchMode):
+    def __init__(self, trips: Trips):
+        super().__init__()
+        self.trips = trips
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        if not _interp.inside_launch():
+            self._record(func, args, kwargs, out)
+        return out
+
+    def _record(self, func, args, kwargs, out):
+        name = func.overloadpacket.__name__
+        if name in _NO_KERNEL or func.is_view or func.namespace not in ("aten", "prims"):
+            return
+        reads, writes = {}, {}
+        schema = func._schema
+        bound = list(zip(schema.arguments, args)) + [(a, kwargs[a.name]) for a in schema.arguments
+                                                     if a.name in kwargs]
+        for arg, value in bound:
+            info = arg.alias_info
+            is_write = info is not None and info.is_write
+            for t in _tensors(value):
+                if is_write:
+                    writes[t.data_ptr(), _distinct_bytes(t)] = _label(t)
+                if not is_write or not (arg.kwarg_only or name in _WRITE_ONLY_SELF):
+                    reads[t.data_ptr(), _distinct_bytes(t)] = _label(t)
+        aliased = any(r.alias_info is not None for r in schema.returns)
+        if not aliased:
+            for t in _tensors(out):
+                writes[t.data_ptr(), _distinct_bytes(t)] = _label(t)
+        rb = sum(n for _, n in reads)
+        wb = sum(n for _, n in writes)
+        self.trips.kernels.append(Kernel(
+            name=f"aten.{name}", kind="torch", bytes_read=rb, bytes_written=wb, requested_read=rb,
+            requested_written=wb, reads={lab: n for (_, n), lab in reads.items()},
+            writes={lab: n for (_, n), lab in writes.items()}))
+
+
+def _on_launch(trips: Trips):
+    def listen(launch: _interp.Launch):
+        trips.kernels.append(Kernel(
+            name=launch.name, kind="triton",
+            bytes_read=launch.distinct_bytes("read"), bytes_written=launch.distinct_bytes("write"),
+            requested_read=launch.requested_read, requested_written=launch.requested_written,
+            reads=launch.by_argument("read"), writes=launch.by_argument("write")))
+    return listen
+
+
+@contextlib.contextmanager
+def _shadow_gpu_launches():
+    """On a GPU, run each Triton launch once more in the instrumented interpreter, on copies of its
+    arguments, so that what it loads and stores can be counted; then launch it for real."""
+    if INTERPRET:
+        yield
+        return
+    from triton.runtime.interpreter import InterpretedFunction
+    from triton.runtime.jit import JITFunction
+
+    original = JITFunction.run
+    shadows: dict = {}
+
+    def run(self, *args, grid, warmup, **kwargs):
+        if not warmup:
+            shadow = shadows.setdefault(self.fn, InterpretedFunction(self.fn))
+            copy = lambda a: a.clone() if isinstance(a, torch.Tensor) else a  # noqa: E731
+            with torch.no_grad():
+                shadow.run(*map(copy, args), grid=grid, warmup=False,
+                           **{k: copy(v) for k, v in kwargs.items()})
+        return original(self, *args, grid=grid, warmup=warmup, **kwargs)
+
+    JITFunction.run = run
+    try:
+        yield
+    finally:
+        JITFunction.run = original
+
+
+@contextlib.contextmanager
+def counting():
+    """`with trips.counting() as t:` counts everything run inside the block into t."""
+    trips = Trips()
+    listen = _on_launch(trips)
+    _interp._listeners.append(listen)
+    try:
+        with _shadow_gpu_launches(), _Recorder(trips):
+            yield trips
+    finally:
+        _interp._listeners.remove(listen)
+
+
+def count(fn, *args, **kwargs) -> Trips:
+    """Run fn(*args, **kwargs) once and count its launches and HBM bytes; the return value is in .result.
+
+    Count on a small problem: on the interpreter every access is recorded in Python. Bytes scale with
+    the problem size, so compare bytes per element (`per_element`) across sizes."""
+    if not callable(fn):
+        raise TypeError("trips.count takes a function to run, e.g. trips.count(lambda: f(x)), "
+                        f"not {type(fn).__name__}")
+    with counting() as t:
+        t.result = fn(*args, **kwargs)
+    return t

@@ -1,0 +1,82 @@
+import pytest
+import torch
+import torch.nn.functional as F
+
+from course_utils import trips, _interp
+import kernels as k
+
+M, N = 8, 100
+
+
+def test_unfused_bias_gelu_is_two_launches_and_16_bytes_per_element_plus_bias():
+    x, b = torch.randn(M, N), torch.randn(N)
+    t = trips.count(lambda: F.gelu(x + b))
+    assert t.launches == 2
+    assert t.bytes == 16 * M * N + 4 * N
+    assert t.bytes_read == 8 * M * N + 4 * N and t.bytes_written == 8 * M * N
+    assert [kern.name for kern in t.kernels] == ["aten.add", "aten.gelu"]
+
+
+def test_fused_triton_bias_gelu_is_one_launch_and_8_bytes_per_element_plus_bias():
+    x, b = torch.randn(M, N), torch.randn(N)
+    t = trips.count(k.bias_gelu, x, b)
+    assert t.launches == 1 and t.kernels[0].kind == "triton"
+    assert t.bytes_read == 4 * M * N + 4 * N and t.bytes_written == 4 * M * N
+    # the bias is loaded once per row, but a perfect cache fetches it once: requested > distinct
+    assert t.requested_read == 4 * M * N + 4 * N * M
+    assert t.kernels[0].reads == {"x_ptr": 4 * M * N, "b_ptr": 4 * N}
+    assert torch.allclose(t.result, F.gelu(x + b), atol=1e-5)
+
+
+def test_unfused_triton_version_counts_the_intermediate_twice():
+    x, b = torch.randn(M, N), torch.randn(N)
+    t = trips.count(k.bias_gelu_unfused, x, b)
+    assert t.launches == 2
+    assert t.bytes == 16 * M * N + 4 * N
+
+
+def test_views_and_allocations_are_not_launches():
+    x = torch.randn(64, 64)
+    t = trips.count(lambda: (torch.empty_like(x), x.t(), x.view(-1), x[1:]))
+    assert t.launches == 0 and t.bytes == 0
+
+
+def test_broadcast_input_counts_its_distinct_bytes_once():
+    x, b = torch.randn(M, N), torch.randn(N)
+    t = trips.count(lambda: x * b.expand(M, N))
+    assert t.bytes_read == 4 * M * N + 4 * N
+
+
+def test_inplace_and_copy():
+    x, y = torch.randn(1000), torch.randn(1000)
+    t = trips.count(lambda: x.add_(y))
+    assert (t.bytes_read, t.bytes_written) == (8000, 4000)
+    t = trips.count(lambda: x.copy_(y))
+    assert (t.bytes_read, t.bytes_written) == (4000, 4000)
+
+
+def test_cos_cos_is_two_launches_eager():
+    x = torch.randn(4096)
+    assert trips.count(lambda: x.cos()).launches == 1
+    t = trips.count(lambda: x.cos().cos())
+    assert t.launches == 2 and t.bytes == 4 * 4 * 4096
+
+
+def test_out_of_bounds_is_refused_before_memory_is_touched():
+    x, y = torch.randn(1000), torch.randn(1000)
+    with pytest.raises(_interp.OutOfBounds, match="is the tail masked"):
+        k.vector_add_no_mask(x, y)
+    with pytest.raises(_interp.OutOfBounds, match="one element past the end"):
+        k.vector_add_off_by_one(x, y)
+
+
+def test_table_and_summary_render():
+    x, b = torch.randn(M, N), torch.randn(N)
+    text = repr(trips.count(k.bias_gelu, x, b))
+    assert "bias_gelu_kernel" in text and "x_ptr" in text and "1 launch" in text
+    assert "requested" in text
+
+
+def test_count_rejects_a_non_callable():
+    with pytest.raises(TypeError, match="lambda"):
+        trips.count(torch.randn(3))
