@@ -39,6 +39,7 @@ class Kernel:
     requested_written: int
     reads: dict = field(default_factory=dict)    # argument -> distinct bytes
     writes: dict = field(default_factory=dict)
+    launches: int = 1               # a compiled graph row stands for all the kernels it launches
 
     @property
     def bytes(self) -> int:
@@ -50,7 +51,7 @@ class Trips:
     kernels: list = field(default_factory=list)
     result: object = None
 
-    launches = property(lambda self: len(self.kernels))
+    launches = property(lambda self: sum(k.launches for k in self.kernels))
     bytes_read = property(lambda self: sum(k.bytes_read for k in self.kernels))
     bytes_written = property(lambda self: sum(k.bytes_written for k in self.kernels))
     bytes = property(lambda self: self.bytes_read + self.bytes_written)
@@ -222,4 +223,41 @@ def count(fn, *args, **kwargs) -> Trips:
                         f"not {type(fn).__name__}")
     with counting() as t:
         t.result = fn(*args, **kwargs)
+    return t
+
+
+def count_compiled(fn, *args, **compile_options) -> Trips:
+    """Compile fn with torch.compile (Inductor), run it, and count what the compiled graph launches.
+
+    Inductor's kernels bypass the dispatcher, so they are counted at the graph boundary: the number of
+    kernels Inductor generated, the graph's inputs read and its outputs written. With one generated
+    kernel that is exact; with several, intermediates between them are not seen (the row says so).
+    Library calls Inductor keeps (a matmul through cuBLAS) are not in the kernel count."""
+    import torch._inductor.metrics as metrics
+    from torch._inductor.compile_fx import compile_fx
+
+    t = Trips()
+
+    def backend(gm, example_inputs):
+        before = metrics.generated_kernel_count
+        compiled = compile_fx(gm, example_inputs)
+        n_kernels = metrics.generated_kernel_count - before
+
+        def run(*inputs):
+            out = compiled(*inputs)
+            reads = {_label(x): _distinct_bytes(x) for x in _tensors(list(inputs))}
+            writes = {_label(x): _distinct_bytes(x) for x in _tensors(out)}
+            name = "compiled graph" + (f" ({n_kernels} kernels: traffic between them not counted)"
+                                       if n_kernels > 1 else "")
+            rb, wb = sum(reads.values()), sum(writes.values())
+            t.kernels.append(Kernel(name=name, kind="inductor", bytes_read=rb, bytes_written=wb,
+                                    requested_read=rb, requested_written=wb, reads=reads, writes=writes,
+                                    launches=n_kernels))
+            return out
+        return run
+
+    compiled = torch.compile(fn, backend=backend, **compile_options)
+    compiled(*args)            # the first call compiles
+    t.kernels.clear()
+    t.result = compiled(*args)
     return t

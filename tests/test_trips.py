@@ -80,3 +80,10 @@ def test_table_and_summary_render():
 def test_count_rejects_a_non_callable():
     with pytest.raises(TypeError, match="lambda"):
         trips.count(torch.randn(3))
+
+
+def test_compiled_cos_cos_is_one_launch_of_8_bytes_per_element():
+    x = torch.randn(4096)
+    t = trips.count_compiled(lambda x: x.cos().cos(), x)
+    assert t.launches == 1 and t.bytes == 8 * 4096
+    assert torch.allclose(t.result, x.cos().cos())

@@ -8,6 +8,8 @@ import torch
 from ..environment import DEVICE, pick
 from ._core import Passed, budget, bounds_check_on_gpu, compare, run
 
+__all__ = ["vector_add", "bias_gelu"]
+
 
 def _randn(*shape, dtype=torch.float32, scale=1.0):
     return (torch.randn(*shape, device=DEVICE) * scale).to(dtype)
