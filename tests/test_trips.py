@@ -2,14 +2,14 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from course_utils import trips, _interp
+from course_utils import trips, _interp, DEVICE, INTERPRET
 import kernels as k
 
 M, N = 8, 100
 
 
 def test_unfused_bias_gelu_is_two_launches_and_16_bytes_per_element_plus_bias():
-    x, b = torch.randn(M, N), torch.randn(N)
+    x, b = torch.randn(M, N, device=DEVICE), torch.randn(N, device=DEVICE)
     t = trips.count(lambda: F.gelu(x + b))
     assert t.launches == 2
     assert t.bytes == 16 * M * N + 4 * N
@@ -18,7 +18,7 @@ def test_unfused_bias_gelu_is_two_launches_and_16_bytes_per_element_plus_bias():
 
 
 def test_fused_triton_bias_gelu_is_one_launch_and_8_bytes_per_element_plus_bias():
-    x, b = torch.randn(M, N), torch.randn(N)
+    x, b = torch.randn(M, N, device=DEVICE), torch.randn(N, device=DEVICE)
     t = trips.count(k.bias_gelu, x, b)
     assert t.launches == 1 and t.kernels[0].kind == "triton"
     assert t.bytes_read == 4 * M * N + 4 * N and t.bytes_written == 4 * M * N
@@ -29,26 +29,26 @@ def test_fused_triton_bias_gelu_is_one_launch_and_8_bytes_per_element_plus_bias(
 
 
 def test_unfused_triton_version_counts_the_intermediate_twice():
-    x, b = torch.randn(M, N), torch.randn(N)
+    x, b = torch.randn(M, N, device=DEVICE), torch.randn(N, device=DEVICE)
     t = trips.count(k.bias_gelu_unfused, x, b)
     assert t.launches == 2
     assert t.bytes == 16 * M * N + 4 * N
 
 
 def test_views_and_allocations_are_not_launches():
-    x = torch.randn(64, 64)
+    x = torch.randn(64, 64, device=DEVICE)
     t = trips.count(lambda: (torch.empty_like(x), x.t(), x.view(-1), x[1:]))
     assert t.launches == 0 and t.bytes == 0
 
 
 def test_broadcast_input_counts_its_distinct_bytes_once():
-    x, b = torch.randn(M, N), torch.randn(N)
+    x, b = torch.randn(M, N, device=DEVICE), torch.randn(N, device=DEVICE)
     t = trips.count(lambda: x * b.expand(M, N))
     assert t.bytes_read == 4 * M * N + 4 * N
 
 
 def test_inplace_and_copy():
-    x, y = torch.randn(1000), torch.randn(1000)
+    x, y = torch.randn(1000, device=DEVICE), torch.randn(1000, device=DEVICE)
     t = trips.count(lambda: x.add_(y))
     assert (t.bytes_read, t.bytes_written) == (8000, 4000)
     t = trips.count(lambda: x.copy_(y))
@@ -56,14 +56,15 @@ def test_inplace_and_copy():
 
 
 def test_cos_cos_is_two_launches_eager():
-    x = torch.randn(4096)
+    x = torch.randn(4096, device=DEVICE)
     assert trips.count(lambda: x.cos()).launches == 1
     t = trips.count(lambda: x.cos().cos())
     assert t.launches == 2 and t.bytes == 4 * 4 * 4096
 
 
+@pytest.mark.skipif(not INTERPRET, reason="the bounds check guards the interpreter; on a GPU see trips/check")
 def test_out_of_bounds_is_refused_before_memory_is_touched():
-    x, y = torch.randn(1000), torch.randn(1000)
+    x, y = torch.randn(1000, device=DEVICE), torch.randn(1000, device=DEVICE)
     with pytest.raises(_interp.OutOfBounds, match="is the tail masked"):
         k.vector_add_no_mask(x, y)
     with pytest.raises(_interp.OutOfBounds, match="one element past the end"):
@@ -71,7 +72,7 @@ def test_out_of_bounds_is_refused_before_memory_is_touched():
 
 
 def test_table_and_summary_render():
-    x, b = torch.randn(M, N), torch.randn(N)
+    x, b = torch.randn(M, N, device=DEVICE), torch.randn(N, device=DEVICE)
     text = repr(trips.count(k.bias_gelu, x, b))
     assert "bias_gelu_kernel" in text and "x_ptr" in text and "1 launch" in text
     assert "requested" in text
@@ -83,7 +84,14 @@ def test_count_rejects_a_non_callable():
 
 
 def test_compiled_cos_cos_is_one_launch_of_8_bytes_per_element():
-    x = torch.randn(4096)
+    x = torch.randn(4096, device=DEVICE)
     t = trips.count_compiled(lambda x: x.cos().cos(), x)
     assert t.launches == 1 and t.bytes == 8 * 4096
     assert torch.allclose(t.result, x.cos().cos())
+
+
+def test_out_of_bounds_is_caught_while_counting_on_any_device():
+    # On a GPU the count replays the launch in the instrumented interpreter, which refuses it.
+    x, y = torch.randn(1000, device=DEVICE), torch.randn(1000, device=DEVICE)
+    with pytest.raises(_interp.OutOfBounds, match="is the tail masked"):
+        trips.count(k.vector_add_no_mask, x, y)
