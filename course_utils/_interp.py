@@ -8,6 +8,7 @@ The same recording is what `trips.count` uses to measure a Triton kernel's HBM t
 """
 from __future__ import annotations
 
+import contextlib
 import threading
 from dataclasses import dataclass, field
 
@@ -66,6 +67,16 @@ _listeners: list = []          # callables receiving each finished Launch
 
 def _current() -> Launch | None:
     return getattr(_tls, "launch", None)
+
+
+@contextlib.contextmanager
+def muted():
+    """Torch work done on the course's behalf (copying arguments for a replay) is nobody's traffic."""
+    _tls.depth = getattr(_tls, "depth", 0) + 1
+    try:
+        yield
+    finally:
+        _tls.depth -= 1
 
 
 def inside_launch() -> bool:
@@ -151,24 +162,26 @@ _orig_call = _itp.GridExecutor.__call__
 _orig_init = _itp.GridExecutor._init_args_hst
 
 
-def _masked_load(self, ptrs, mask, other, cache_policy, is_volatile):
+# Argument lists differ between Triton releases (3.6 passes cache and eviction separately): take the
+# leading arguments we need by name and pass the rest through untouched.
+def _masked_load(self, ptrs, mask, *rest, **kw):
     _guard("load", ptrs, mask, write=False, read=True)
-    return _orig["create_masked_load"](self, ptrs, mask, other, cache_policy, is_volatile)
+    return _orig["create_masked_load"](self, ptrs, mask, *rest, **kw)
 
 
-def _masked_store(self, ptrs, value, mask, cache_policy):
+def _masked_store(self, ptrs, value, mask, *rest, **kw):
     _guard("store", ptrs, mask, write=True, read=False)
-    return _orig["create_masked_store"](self, ptrs, value, mask, cache_policy)
+    return _orig["create_masked_store"](self, ptrs, value, mask, *rest, **kw)
 
 
-def _atomic_rmw(self, rmwOp, ptr, val, mask, sem, scope):
+def _atomic_rmw(self, rmwOp, ptr, val, mask, *rest, **kw):
     _guard("atomic", ptr, mask, write=True, read=True)
-    return _orig["create_atomic_rmw"](self, rmwOp, ptr, val, mask, sem, scope)
+    return _orig["create_atomic_rmw"](self, rmwOp, ptr, val, mask, *rest, **kw)
 
 
-def _atomic_cas(self, ptr, cmp, val, sem, scope):
+def _atomic_cas(self, ptr, cmp, val, *rest, **kw):
     _guard("atomic", ptr, None, write=True, read=True)
-    return _orig["create_atomic_cas"](self, ptr, cmp, val, sem, scope)
+    return _orig["create_atomic_cas"](self, ptr, cmp, val, *rest, **kw)
 
 
 def _init_args_hst(self, args_dev, kwargs):

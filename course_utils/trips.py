@@ -188,9 +188,10 @@ def _shadow_gpu_launches():
         if not warmup:
             shadow = shadows.setdefault(self.fn, InterpretedFunction(self.fn))
             copy = lambda a: a.clone() if isinstance(a, torch.Tensor) else a  # noqa: E731
-            with torch.no_grad():
-                shadow.run(*map(copy, args), grid=grid, warmup=False,
-                           **{k: copy(v) for k, v in kwargs.items()})
+            with torch.no_grad(), _interp.muted():
+                args_copy, kwargs_copy = [copy(a) for a in args], {k: copy(v) for k, v in kwargs.items()}
+            # the replay's own launch is recorded by the interpreter's listeners, as on the CPU
+            shadow.run(*args_copy, grid=grid, warmup=False, **kwargs_copy)
         return original(self, *args, grid=grid, warmup=warmup, **kwargs)
 
     JITFunction.run = run

@@ -1,0 +1,295 @@
+"""Timing, the machine's two ceilings, and a labelled model of GPU time for when there is no GPU.
+
+On a GPU every time here is measured with ``triton.testing.do_bench``. Under the Triton interpreter
+nothing about GPU speed can be measured, so ``compare`` counts launches and bytes instead and shows
+what a simple model predicts for a reference GPU, next to a wall-clock it labels meaningless.
+"""
+from __future__ import annotations
+
+import datetime
+import html
+import json
+import math
+import os
+import re
+import statistics
+import time as _clock
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+import torch
+
+from . import environment as env
+
+
+@dataclass(frozen=True)
+class Ceilings:
+    """The two speeds that bound every kernel: memory bandwidth and matmul arithmetic rate."""
+    device: str
+    copy_gbps: float          # GB/s (1e9 bytes/s), counting bytes read plus bytes written
+    matmul_tflops: float      # TFLOP/s (1e12 FLOP/s)
+    measured: bool
+    source: str
+    launch_us: float = 5.0
+    launch_source: str = ("assumption: about 5 µs per kernel launch (\"a few microseconds\"); "
+                          "the real figure depends on driver, CPU and framework")
+
+    @property
+    def ridge(self) -> float:
+        """FLOPs per byte at which the two ceilings meet: below it a kernel waits on memory."""
+        return self.matmul_tflops * 1e3 / self.copy_gbps
+
+
+REFERENCE = Ceilings(
+    device="NVIDIA H100 SXM", copy_gbps=3350.0, matmul_tflops=989.0, measured=False,
+    source="datasheet figures, not measured: NVIDIA H100 SXM, 3.35 TB/s HBM3, "
+           "989 TFLOP/s dense BF16/FP16 tensor-core math")
+
+
+def on_gpu() -> bool:
+    """True when kernels really run on a GPU (not in the interpreter)."""
+    return env.DEVICE == "cuda"
+
+
+def time(fn, *, warmup: int = 25, rep: int = 100) -> float:
+    """Median milliseconds per call of fn().
+
+    On a GPU: triton.testing.do_bench, which flushes L2 between calls so each one meets cold memory.
+    Under the interpreter: the median wall-clock of the Python process. That number says nothing
+    about GPU speed; whatever shows it must say so."""
+    if on_gpu():
+        import triton.testing
+        try:
+            return float(triton.testing.do_bench(fn, warmup=warmup, rep=rep, return_mode="median"))
+        except (AssertionError, TypeError):  # a Triton without return_mode="median"
+            return float(triton.testing.do_bench(fn, warmup=warmup, rep=rep, quantiles=[0.5])[0])
+    fn()  # the first call pays for caching and allocation, as on a GPU
+    return _wall_ms(fn, warmup, rep)
+
+
+def _wall_ms(fn, warmup: float, rep: float) -> float:
+    start = _clock.perf_counter()
+    while (_clock.perf_counter() - start) * 1e3 < warmup:
+        fn()
+    times: list[float] = []
+    while not times or (sum(times) < rep and len(times) < 1000):
+        t0 = _clock.perf_counter()
+        fn()
+        times.append((_clock.perf_counter() - t0) * 1e3)
+    return statistics.median(times)
+
+
+def model_ms(bytes: float, launches: int = 1, flops: float = 0, gpu: Ceilings = REFERENCE) -> float:
+    """A MODEL of GPU time in ms, not a measurement: the roofline bound plus a fixed cost per launch,
+
+        max(bytes / bandwidth, flops / matmul rate) + launches * launch overhead.
+
+    Real kernels land above it (no kernel reaches both ceilings, caches and tails cost extra),
+    so use it to compare designs by their traffic, not to predict a stopwatch."""
+    memory_ms = bytes / (gpu.copy_gbps * 1e6)
+    compute_ms = flops / (gpu.matmul_tflops * 1e9)
+    return max(memory_ms, compute_ms) + launches * gpu.launch_us / 1e3
+
+
+# --- ceilings ------------------------------------------------------------------------------------
+_measured: dict[str, Ceilings] = {}
+
+
+def _cache_file(name: str) -> Path:
+    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "gpu"
+    return root / "feed-the-beast" / f"ceilings-{slug}.json"
+
+
+def _measure(name: str) -> Ceilings:
+    free, _ = torch.cuda.mem_get_info()
+    n = 2**28 if free > 4 * 2**30 else 2**26  # 1 GiB of fp32 per buffer, less on a small card
+    src = torch.randn(n, device="cuda")
+    dst = torch.empty_like(src)
+    copy_ms = time(lambda: dst.copy_(src))
+    copy_gbps = 2 * src.nbytes / copy_ms / 1e6
+    del src, dst
+    # bf16 where the tensor cores take it; sm_7x cards (a T4) only do fp16
+    dtype = torch.bfloat16 if torch.cuda.get_device_capability() >= (8, 0) else torch.float16
+    m = 8192
+    a = torch.randn(m, m, device="cuda", dtype=dtype)
+    b = torch.randn(m, m, device="cuda", dtype=dtype)
+    mm_ms = time(lambda: a @ b)
+    tflops = 2 * m**3 / mm_ms / 1e9
+    del a, b
+    torch.cuda.empty_cache()
+    day = datetime.date.today().isoformat()
+    return Ceilings(
+        device=name, copy_gbps=round(copy_gbps, 1), matmul_tflops=round(tflops, 1), measured=True,
+        source=f"measured on {name} ({day}), median of triton.testing.do_bench: a {n * 4 / 2**30:g} GiB fp32 "
+               f"device-to-device copy (bytes read + written) and an {m}x{m}x{m} {str(dtype)[6:]} torch.matmul "
+               f"(2*{m}^3 FLOPs)")
+
+
+def ceilings(refresh: bool = False) -> Ceilings:
+    """This machine's ceilings. On a GPU they are measured once and cached as JSON under
+    ~/.cache/feed-the-beast/; without a GPU this is REFERENCE, datasheet figures (measured=False)."""
+    if not on_gpu():
+        return REFERENCE
+    name = env.gpu_name()
+    path = _cache_file(name)
+    if not refresh:
+        if name in _measured:
+            return _measured[name]
+        try:
+            data = json.loads(path.read_text())
+            known = {f.name for f in fields(Ceilings)}
+            _measured[name] = Ceilings(**{k: v for k, v in data.items() if k in known})
+            return _measured[name]
+        except (OSError, ValueError, TypeError):
+            pass
+    c = _measured[name] = _measure(name)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(asdict(c), indent=2))
+    except OSError:  # a read-only home (some hosted notebooks): keep it for this session only
+        pass
+    return c
+
+
+# --- compare -------------------------------------------------------------------------------------
+def _fmt(v) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "—"
+    if isinstance(v, str):
+        return v
+    if isinstance(v, int):
+        return f"{v:,}"
+    return f"{v:.3g}" if abs(v) < 1e5 else f"{v:,.0f}"
+
+
+class Report:
+    """What compare() found: .rows (one dict per implementation), a table, .plot(), .speedup(a, b)."""
+
+    def __init__(self, title, rows, columns, notes, measured):
+        self.title, self.rows, self.columns, self.notes, self.measured = title, rows, columns, notes, measured
+        self.key = "ms" if measured else "model ms"   # the time that speedups and bars use
+
+    def _ms(self, name: str) -> float:
+        for r in self.rows:
+            if r["impl"] == name:
+                return r.get(self.key) or math.nan
+        raise KeyError(f"no implementation named {name!r}; have {[r['impl'] for r in self.rows]}")
+
+    def speedup(self, a: str, b: str) -> float:
+        """How many times faster `a` runs than `b` (time of b / time of a); nan if one is not written.
+        Without a GPU this is the speedup of the model, not a measurement."""
+        return self._ms(b) / self._ms(a)
+
+    def header(self, key: str) -> str:
+        return dict(self.columns)[key]
+
+    def _cells(self):
+        for r in self.rows:
+            if r["status"] != "ok":
+                yield [r["impl"], r["status"]] + [""] * (len(self.columns) - 1)
+            else:
+                yield [r["impl"]] + [f"{r[k]:.0%}" if k.startswith("of ") and k in r else _fmt(r.get(k))
+                                     for k, _ in self.columns]
+
+    def __repr__(self) -> str:
+        head = ["impl"] + [h for _, h in self.columns]
+        body = list(self._cells())
+        widths = [max(len(row[i]) for row in [head] + body) for i in range(len(head))]
+        lines = [self.title] if self.title else []
+        for row in [head] + body:
+            lines.append("  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))))
+        return "\n".join(lines + self.notes)
+
+    def _repr_html_(self) -> str:
+        e = html.escape
+        head = "".join(f"<th>{e(h)}</th>" for h in ["impl"] + [h for _, h in self.columns])
+        body = "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>" for row in self._cells())
+        cap = f"<caption><b>{e(self.title)}</b></caption>" if self.title else ""
+        notes = "".join(f"<p style='font-size:90%'>{e(n)}</p>" for n in self.notes)
+        return f"<table>{cap}<tr>{head}</tr>{body}</table>{notes}"
+
+    def plot(self, ax=None):
+        from . import plot
+        return plot.bars(self, ax=ax)
+
+
+def _per(value, name):
+    """bytes/flops may be one number for every implementation or a dict name -> number."""
+    if isinstance(value, dict):
+        return value.get(name)
+    return value
+
+
+def compare(impls: dict, *, bytes=None, flops=None, title: str = "", plot: bool = True) -> Report:
+    """Run each implementation (a zero-argument callable) and tabulate how fast it is.
+
+    bytes / flops: what each implementation moves and computes, as one number (the minimum the job
+    needs: shown as "useful GB/s") or a dict name -> number (what each really moves: "GB/s").
+    On a GPU the times are measured. Under the interpreter they cannot be: launches and bytes are
+    counted with trips.count and turned into a MODEL of the reference GPU (model_ms); the
+    interpreter's own wall-clock is shown too, labelled as meaningless.
+    An implementation that raises NotImplementedError shows up as "not written yet"."""
+    from . import trips
+    rows: list[dict] = []
+    gpu = on_gpu()
+    c = ceilings() if gpu else REFERENCE
+    for name, fn in impls.items():
+        row = {"impl": name, "status": "ok"}
+        rows.append(row)
+        try:
+            if gpu:
+                row["ms"] = time(fn)
+            else:
+                t = trips.count(fn)
+                row["launches"], row["bytes"] = t.launches, t.bytes
+                row["model ms"] = model_ms(t.bytes, t.launches, _per(flops, name) or 0, REFERENCE)
+                row["wall ms"] = _wall_ms(fn, 0, 20)  # trips.count already ran it once
+        except NotImplementedError:
+            row["status"] = "not written yet"
+            continue
+        if gpu:
+            ms = row["ms"]
+            if isinstance(bytes, dict) and bytes.get(name):
+                row["GB/s"] = bytes[name] / ms / 1e6
+                row["of copy ceiling"] = row["GB/s"] / c.copy_gbps
+            useful = min(bytes.values()) if isinstance(bytes, dict) and bytes else bytes
+            if useful:
+                row["useful GB/s"] = useful / ms / 1e6
+                row.setdefault("of copy ceiling", row["useful GB/s"] / c.copy_gbps)
+            if _per(flops, name):
+                row["TFLOP/s"] = _per(flops, name) / ms / 1e9
+                row["of matmul ceiling"] = row["TFLOP/s"] / c.matmul_tflops
+    key = "ms" if gpu else "model ms"
+    done = [r for r in rows if r["status"] == "ok"]
+    base = done[0]["impl"] if done else None
+    for r in done:
+        r["speedup"] = done[0][key] / r[key] if r[key] else math.nan
+    if gpu:
+        order = ["ms", "GB/s", "useful GB/s", "TFLOP/s", "of copy ceiling", "of matmul ceiling", "speedup"]
+        heads = {"ms": "ms (measured)", "speedup": f"× vs {base}"}
+        columns = [(k, heads.get(k, k)) for k in order if any(k in r for r in rows)]
+        notes = [f"Measured on {c.device}: median of triton.testing.do_bench, L2 flushed before each call.",
+                 f"Ceilings: {c.source}."]
+    else:
+        columns = [("launches", "launches (counted)"), ("bytes", "bytes (counted)"),
+                   ("model ms", f"MODEL ms, {REFERENCE.device}"), ("speedup", f"MODEL × vs {base}"),
+                   ("wall ms", "interpreter wall ms (MEANINGLESS)")]
+        notes = ["No GPU: Triton runs in its CPU interpreter, so nothing here is a GPU measurement.",
+                 f"MODEL ms = max(bytes / {REFERENCE.copy_gbps:g} GB/s, FLOPs / {REFERENCE.matmul_tflops:g} TFLOP/s) "
+                 f"+ launches x {REFERENCE.launch_us:g} µs, for an {REFERENCE.device} ({REFERENCE.source}; "
+                 f"launch cost: {REFERENCE.launch_source}). Launches and bytes are counted at this run's small size.",
+                 "interpreter wall ms: Python executing the kernel on the CPU; meaningless for GPU performance."]
+    report = Report(title, rows, columns, notes, measured=gpu)
+    if plot and done and _in_notebook():
+        report.plot()
+    return report
+
+
+def _in_notebook() -> bool:
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    ip = get_ipython()
+    return ip is not None and hasattr(ip, "kernel")

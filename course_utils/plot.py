@@ -1,0 +1,104 @@
+"""The course's three pictures: a roofline, bars of times, and curves over a problem size.
+
+matplotlib only. Each function draws into `ax` (or a new figure) and returns the Axes; a notebook's
+inline backend shows the figure at the end of the cell, and with MPLBACKEND=Agg nothing opens.
+"""
+from __future__ import annotations
+
+import numpy as np
+import matplotlib.pyplot as plt
+
+
+def _axes(ax, size=(6.4, 4.2)):
+    if ax is None:
+        _, ax = plt.subplots(figsize=size, layout="constrained")
+    return ax
+
+
+def roofline(ceilings, points=(), ax=None):
+    """Draw the roofline of `ceilings` (a bench.Ceilings) on log-log axes.
+
+    points: (label, flops_per_byte, achieved_tflops) triples, drawn as dots. A point with no
+    FLOPs (a copy) cannot sit on a log axis; it is listed under the plot instead."""
+    ax = _axes(ax)
+    slope = ceilings.copy_gbps / 1e3          # TFLOP/s gained per FLOP/byte while memory-bound
+    roof, ridge = ceilings.matmul_tflops, ceilings.ridge
+    placed = [p for p in points if p[1] > 0 and p[2] > 0]
+    off = [p for p in points if not (p[1] > 0 and p[2] > 0)]
+    lo = min([ridge / 3e3] + [p[1] / 4 for p in placed])
+    hi = max([ridge * 30] + [p[1] * 4 for p in placed])
+    x = np.geomspace(lo, hi, 256)
+    ax.loglog(x, np.minimum(x * slope, roof), color="black", lw=2)
+    ax.axvline(ridge, color="gray", ls=":", lw=1)
+    bottom = lo * slope / 2
+    ax.annotate(f"ridge: {ridge:.0f} FLOP/byte", xy=(ridge, bottom), xytext=(4, 6), textcoords="offset points",
+                fontsize=9, color="dimgray")
+    mid = (lo * ridge) ** 0.5
+    ax.text(mid, mid * slope * 1.8, f"memory: {ceilings.copy_gbps:,.0f} GB/s", fontsize=9, ha="right")
+    ax.text(ridge * 1.2, roof * 1.25, f"compute: {roof:,.0f} TFLOP/s", fontsize=9)
+    style = dict(marker="o", ls="none", ms=8)
+    if not ceilings.measured:  # hollow dots: modelled points, not measurements
+        style.update(mfc="none", mew=2)
+    for label, fpb, tf in placed:
+        ax.plot([fpb], [tf], **style)
+        ax.annotate(label, (fpb, tf), xytext=(6, -12), textcoords="offset points", fontsize=9)
+    ax.set_ylim(bottom, roof * 3)
+    ax.set_xlabel("arithmetic intensity (FLOP per byte moved to or from HBM)")
+    ax.set_ylabel("TFLOP/s")
+    if ceilings.measured:
+        ax.set_title(f"Roofline measured on {ceilings.device}")
+    else:
+        ax.set_title(f"MODEL: {ceilings.device} datasheet, not measured")
+    if off:
+        names = ", ".join(p[0] for p in off)
+        ax.annotate(f"not drawn (no FLOPs, so no place on a log axis): {names}", xy=(0, 0),
+                    xycoords="axes fraction", xytext=(0, -42), textcoords="offset points", fontsize=8)
+    ax.grid(True, which="major", alpha=0.3)
+    return ax
+
+
+def bars(report_or_dict, *, ax=None, ylabel=None, title=None):
+    """Bar chart of a bench.Report (its measured or modelled ms) or of a dict name -> value."""
+    measured = True
+    if hasattr(report_or_dict, "rows"):
+        r = report_or_dict
+        names = [row["impl"] for row in r.rows]
+        values = [row.get(r.key) if row["status"] == "ok" else None for row in r.rows]
+        ylabel = ylabel or r.header(r.key)
+        title = title or r.title
+        measured = r.measured
+    else:
+        names, values = list(report_or_dict), list(report_or_dict.values())
+    ax = _axes(ax, size=(max(4.0, 1.3 * len(names) + 2), 3.6))
+    heights = [v if v is not None else 0 for v in values]
+    bars_ = ax.bar(names, heights, color=["#4c72b0" if measured else "#bbbbbb"] * len(names),
+                   edgecolor="black", hatch=None if measured else "//")
+    for b, v in zip(bars_, values):
+        text = "not written yet" if v is None else f"{v:.3g}"
+        ax.annotate(text, (b.get_x() + b.get_width() / 2, b.get_height()), ha="center", va="bottom",
+                    xytext=(0, 2), textcoords="offset points", fontsize=9)
+    ax.set_ylabel(ylabel or "")
+    if not measured:
+        title = (title + ": " if title else "") + "MODEL, not measured"
+    ax.set_title(title or "")
+    ax.margins(y=0.15)
+    return ax
+
+
+def curves(x, series: dict, xlabel: str, ylabel: str, logx: bool = True, logy: bool = True,
+           title: str = "", ax=None):
+    """One line per entry of `series` (name -> values over x)."""
+    ax = _axes(ax)
+    for name, ys in series.items():
+        ax.plot(list(x), list(ys), marker="o", ms=4, label=name)
+    if logx:
+        ax.set_xscale("log")
+    if logy:
+        ax.set_yscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    if series:
+        ax.legend()
+    ax.grid(True, which="major", alpha=0.3)
+    return ax

@@ -1,0 +1,252 @@
+"""Predict, then reveal: commit a guess before the machine answers.
+
+    p = predict.number("00.copy", "How many ms to copy 1 GiB?", measure_copy, unit="ms", default=1.0)
+
+In a live notebook this shows an input, a Commit button (which locks the guess) and a Reveal button
+(which runs `measure()`). Anywhere else (COURSE_HEADLESS=1, a plain Python process, no ipywidgets,
+or a `guess=` written in the code) it never waits for input: it takes `guess` (or `default`),
+measures at once and prints the comparison. Every reveal is appended to predictions.jsonl.
+"""
+from __future__ import annotations
+
+import datetime
+import html
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+_asked: list[str] = []     # keys asked in this process: what scoreboard() shows by default
+
+
+@dataclass
+class Prediction:
+    key: str
+    question: str
+    kind: str                      # "number" or "choice"
+    unit: str = ""
+    label: str = "measured"
+    fmt: str = "{:.3g}"
+    guess: object = None
+    measured: object = None        # None until revealed
+    options: list = field(default_factory=list)
+
+    @property
+    def ratio(self) -> float:
+        """How far off the guess was, as a factor >= 1 (nan if it cannot be said)."""
+        return _ratio(self.guess, self.measured)
+
+    def line(self) -> str:
+        if self.measured is None:
+            return f"{self.key}: guess {self._show(self.guess)}, not revealed yet"
+        got = f"{self.label} {self._show(self.measured)}"
+        if self.guess is None:
+            return f"no guess recorded · {got}"
+        if self.kind == "choice":
+            verdict = "right" if self.guess == self.measured else "not this time"
+            return f"your guess {self._show(self.guess)} · {got} · {verdict}"
+        r = self.ratio
+        off = f"off by ×{r:.3g}" if math.isfinite(r) else "off by: n/a (needs two positive numbers)"
+        return f"your guess {self._show(self.guess)} · {got} · {off}"
+
+    def _show(self, v) -> str:
+        if v is None:
+            return "—"
+        if self.kind == "choice":
+            return str(v)
+        return self.fmt.format(v) + (f" {self.unit}" if self.unit else "")
+
+    __repr__ = line
+
+
+def _ratio(guess, measured) -> float:
+    try:
+        g, m = float(guess), float(measured)
+    except (TypeError, ValueError):
+        return math.nan
+    if g <= 0 or m <= 0 or not (math.isfinite(g) and math.isfinite(m)):
+        return math.nan
+    return max(g, m) / min(g, m)
+
+
+def _log_path() -> Path:
+    return Path(os.environ.get("COURSE_PREDICTIONS") or "predictions.jsonl")
+
+
+def _log(p: Prediction) -> None:
+    entry = {"key": p.key, "question": p.question, "guess": p.guess, "measured": p.measured,
+             "unit": p.unit, "label": p.label, "kind": p.kind,
+             "time": datetime.datetime.now().isoformat(timespec="seconds")}
+    try:
+        with _log_path().open("a") as f:
+            f.write(json.dumps(entry, default=str) + "\n")
+    except OSError:  # a read-only folder must not stop the lesson
+        pass
+
+
+def _in_kernel() -> bool:
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    ip = get_ipython()
+    return ip is not None and hasattr(ip, "kernel")
+
+
+def _interactive(guess) -> bool:
+    if guess is not None or os.environ.get("COURSE_HEADLESS", "0") not in ("", "0"):
+        return False
+    try:
+        import ipywidgets  # noqa: F401
+    except ImportError:
+        return False
+    return _in_kernel()
+
+
+def _reveal(p: Prediction, measure) -> None:
+    value = measure()
+    p.measured = value if p.kind == "choice" else float(value)
+    _log(p)
+
+
+def _ask(p: Prediction, measure, guess, default, make_input):
+    if p.key not in _asked:
+        _asked.append(p.key)
+    if not _interactive(guess):
+        p.guess = guess if guess is not None else default
+        print(p.question)
+        _reveal(p, measure)
+        print(p.line())
+        return p
+    import ipywidgets as w
+    from IPython.display import display
+    box, entry = make_input(w)
+    commit = w.Button(description="Commit", button_style="primary")
+    reveal = w.Button(description="Reveal", disabled=True)
+    out = w.Output()
+
+    def on_commit(_):
+        if entry.value is None:
+            with out:
+                print("pick an answer first")
+            return
+        p.guess = entry.value
+        entry.disabled = commit.disabled = True
+        reveal.disabled = False
+
+    def on_reveal(_):
+        reveal.disabled = True
+        with out:  # an error in measure() shows up here instead of vanishing
+            print("measuring…" if p.label == "measured" else "working it out…")
+            _reveal(p, measure)
+            out.clear_output()
+            print(p.line())
+
+    commit.on_click(on_commit)
+    reveal.on_click(on_reveal)
+    ui = w.VBox([w.HTML(f"<b>{html.escape(p.question)}</b>"), w.HBox([box, commit, reveal]), out])
+    p._widgets = dict(entry=entry, commit=commit, reveal=reveal, out=out)  # for tests
+    display(ui)
+    return p
+
+
+def number(key: str, question: str, measure, *, unit: str = "", guess=None, default=None,
+           fmt: str = "{:.3g}", label: str = "measured") -> Prediction:
+    """Ask for a number, then compare it with measure() (a zero-argument callable returning a number).
+
+    label: the word shown before the revealed value. Keep "measured" for a measurement; say what it
+    is otherwise (e.g. "MODEL (H100 datasheet)") so a modelled number is never passed off as measured."""
+    p = Prediction(key, question, "number", unit=unit, label=label, fmt=fmt)
+
+    def make_input(w):
+        entry = w.FloatText(value=default if default is not None else 0.0, layout=w.Layout(width="9em"))
+        return (w.HBox([entry, w.HTML(html.escape(unit))]) if unit else entry), entry
+    return _ask(p, measure, guess, default, make_input)
+
+
+def choice(key: str, question: str, options, measure, *, guess=None, default=None,
+           label: str = "measured") -> Prediction:
+    """Ask to pick one of `options`; measure() returns the right one."""
+    options = list(options)
+    p = Prediction(key, question, "choice", label=label, options=options)
+    for g in (guess, default):
+        if g is not None and g not in options:
+            raise ValueError(f"{g!r} is not one of the options {options}")
+
+    def make_input(w):
+        entry = w.RadioButtons(options=options, value=None)
+        return entry, entry
+    return _ask(p, measure, guess, default, make_input)
+
+
+class Scoreboard:
+    def __init__(self, rows):
+        self.rows = rows
+
+    def _cells(self):
+        for r in self.rows:
+            close = {True: "yes", False: "no", None: "—"}[r["close"]]
+            ratio = f"×{r['ratio']:.3g}" if r["ratio"] is not None else ""
+            yield [r["key"], _val(r["guess"], r["unit"]), _val(r["measured"], r["unit"]), ratio, close]
+
+    _head = ["key", "guess", "revealed", "off by", "close?"]
+
+    def __repr__(self) -> str:
+        body = list(self._cells())
+        if not body:
+            return "no predictions recorded yet"
+        widths = [max(len(row[i]) for row in [self._head] + body) for i in range(len(self._head))]
+        lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in [self._head] + body]
+        hits = sum(r["close"] is True for r in self.rows)
+        return "\n".join(lines + [f"{hits} of {len(self.rows)} close (numbers: within 2x; choices: right)"])
+
+    def _repr_html_(self) -> str:
+        e = html.escape
+        if not self.rows:
+            return f"<pre>{e(repr(self))}</pre>"
+        head = "".join(f"<th>{h}</th>" for h in self._head)
+        body = "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>" for row in self._cells())
+        return f"<table><tr>{head}</tr>{body}</table><pre>{e(repr(self).splitlines()[-1])}</pre>"
+
+
+def _val(v, unit) -> str:
+    if v is None:
+        return "—"
+    if isinstance(v, (int, float)):
+        return f"{v:.3g}" + (f" {unit}" if unit else "")
+    return str(v)
+
+
+def scoreboard(keys=None, prefix: str | None = None) -> Scoreboard:
+    """This notebook's predictions, the latest reveal per key: by default the keys asked in this
+    session, or those starting with `prefix`, or exactly `keys`."""
+    latest: dict[str, dict] = {}
+    try:
+        for line in _log_path().read_text().splitlines():
+            try:
+                e = json.loads(line)
+            except ValueError:
+                continue
+            latest[e.get("key")] = e
+    except OSError:
+        pass
+    if keys is None and prefix is None:
+        keys = list(_asked)
+    chosen = [k for k in (keys if keys is not None else latest) if k in latest
+              and (prefix is None or str(k).startswith(prefix))]
+    rows = []
+    for k in chosen:
+        e = latest[k]
+        g, m = e.get("guess"), e.get("measured")
+        if e.get("kind") == "choice":
+            ratio, close = None, (None if g is None else g == m)
+        else:
+            r = _ratio(g, m)
+            ratio, close = (r, r <= 2.0) if math.isfinite(r) else (None, None if g is None else False)
+        rows.append({"key": k, "question": e.get("question"), "guess": g, "measured": m,
+                     "unit": e.get("unit", ""), "ratio": ratio, "close": close})
+    board = Scoreboard(rows)
+    if not _in_kernel():  # a notebook displays the returned board; a script would show nothing
+        print(board)
+    return board

@@ -1,0 +1,132 @@
+"""bench on the CPU: the model's arithmetic, ceilings without a GPU, and compare's honest labels."""
+import json
+import math
+
+import pytest
+import torch
+
+from course_utils import bench, trips
+
+
+def test_reference_is_the_h100_datasheet_and_says_so():
+    r = bench.REFERENCE
+    assert (r.copy_gbps, r.matmul_tflops, r.launch_us) == (3350.0, 989.0, 5.0)
+    assert r.measured is False and "datasheet" in r.source
+    assert "assumption" in r.launch_source
+    assert r.ridge == pytest.approx(989e12 / 3350e9)          # ~295 FLOP/byte
+
+
+def test_model_ms_memory_bound():
+    # 3.35 GB over 3350 GB/s is 1 ms, plus one 5 µs launch
+    assert bench.model_ms(3.35e9) == pytest.approx(1.005)
+    assert bench.model_ms(3.35e9, launches=3) == pytest.approx(1.015)
+    assert bench.model_ms(0, launches=0) == 0
+
+
+def test_model_ms_takes_the_max_not_the_sum():
+    flops = 989e9                                            # 1 ms of arithmetic
+    assert bench.model_ms(3.35e9, launches=0, flops=flops) == pytest.approx(1.0)
+    assert bench.model_ms(1e3, launches=0, flops=2 * flops) == pytest.approx(2.0)
+
+
+def test_model_ms_uses_the_gpu_given():
+    slow = bench.Ceilings("toy", copy_gbps=1.0, matmul_tflops=1.0, measured=False, source="test", launch_us=0)
+    assert bench.model_ms(1e6, gpu=slow) == pytest.approx(1.0)   # 1 GB/s moves 1e6 bytes per ms
+    assert bench.model_ms(0, flops=1e9, gpu=slow) == pytest.approx(1.0)
+
+
+def test_ceilings_without_a_gpu_is_the_unmeasured_reference():
+    if bench.on_gpu():
+        pytest.skip("a GPU is present: ceilings are measured")
+    c = bench.ceilings()
+    assert c is bench.REFERENCE and not c.measured
+
+
+def test_time_returns_a_median_in_ms():
+    calls = []
+    ms = bench.time(lambda: calls.append(1), warmup=0, rep=1)
+    assert ms >= 0 and len(calls) >= 2
+
+
+def _stub():
+    raise NotImplementedError("write the fused kernel")
+
+
+def test_compare_on_the_interpreter_shows_a_model_and_a_meaningless_wallclock(monkeypatch):
+    monkeypatch.setattr(bench, "on_gpu", lambda: False)
+    x = torch.randn(1024)
+    r = bench.compare({"copy": lambda: x.clone(), "cos cos": lambda: x.cos().cos(), "fused": _stub},
+                      bytes=8 * 1024, title="toy", plot=False)
+    text = repr(r)
+    assert "MODEL" in text and "MEANINGLESS" in text and "meaningless" in text
+    rows = {row["impl"]: row for row in r.rows}
+    assert rows["copy"]["launches"] == 1 and rows["copy"]["bytes"] == 8 * 1024
+    assert rows["cos cos"]["launches"] == 2 and rows["cos cos"]["bytes"] == 16 * 1024
+    assert rows["copy"]["model ms"] == pytest.approx(bench.model_ms(8 * 1024, 1))
+    assert rows["fused"]["status"] == "not written yet" and "not written yet" in text
+    assert r.speedup("copy", "cos cos") == pytest.approx(rows["cos cos"]["model ms"] / rows["copy"]["model ms"])
+    assert math.isnan(r.speedup("fused", "copy"))
+    assert "MODEL" in r._repr_html_() and "not written yet" in r._repr_html_()
+
+
+class _FakeTrips:
+    def __init__(self, launches, nbytes):
+        self.launches, self.bytes = launches, nbytes
+
+
+def test_compare_uses_trips_count(monkeypatch):
+    """compare must go through trips.count, whatever trips does inside."""
+    monkeypatch.setattr(bench, "on_gpu", lambda: False)
+    fake = {"a": _FakeTrips(1, 3350e6), "b": _FakeTrips(4, 3350e6 * 2)}
+    monkeypatch.setattr(trips, "count", lambda fn: fake[fn()])
+    r = bench.compare({"a": lambda: "a", "b": lambda: "b"}, flops={"a": 0, "b": 989e9 * 5}, plot=False)
+    rows = {row["impl"]: row for row in r.rows}
+    assert rows["a"]["model ms"] == pytest.approx(1.005)
+    assert rows["b"]["model ms"] == pytest.approx(5.020)      # compute-bound: 5 ms + 4 launches
+    assert r.speedup("a", "b") == pytest.approx(5.020 / 1.005)
+
+
+def test_compare_on_a_gpu_reports_rates_and_fractions(monkeypatch):
+    """The GPU branch's arithmetic, with the clock and the ceilings faked."""
+    monkeypatch.setattr(bench, "on_gpu", lambda: True)
+    fake = bench.Ceilings("fake GPU", copy_gbps=1000.0, matmul_tflops=100.0, measured=True, source="faked")
+    monkeypatch.setattr(bench, "ceilings", lambda refresh=False: fake)
+    times = {"unfused": 2.0, "fused": 1.0}
+    monkeypatch.setattr(bench, "time", lambda fn, **kw: times[fn()])
+    r = bench.compare({"unfused": lambda: "unfused", "fused": lambda: "fused", "todo": _stub},
+                      bytes={"unfused": 1e9, "fused": 5e8}, flops=1e10, plot=False)
+    rows = {row["impl"]: row for row in r.rows}
+    assert rows["unfused"]["GB/s"] == pytest.approx(500.0)        # 1e9 bytes in 2 ms
+    assert rows["unfused"]["useful GB/s"] == pytest.approx(250.0)  # only 5e8 bytes were needed
+    assert rows["fused"]["GB/s"] == pytest.approx(500.0)
+    assert rows["fused"]["of copy ceiling"] == pytest.approx(0.5)
+    assert rows["fused"]["TFLOP/s"] == pytest.approx(10.0)
+    assert rows["fused"]["of matmul ceiling"] == pytest.approx(0.1)
+    assert rows["fused"]["speedup"] == pytest.approx(2.0)
+    assert rows["todo"]["status"] == "not written yet"
+    assert r.speedup("fused", "unfused") == pytest.approx(2.0)
+    text = repr(r)
+    assert "measured" in text and "MODEL" not in text and "fake GPU" in text and "50%" in text
+
+    one = bench.compare({"fused": lambda: "fused"}, bytes=5e8, plot=False)
+    assert one.rows[0]["useful GB/s"] == pytest.approx(500.0) and "GB/s" not in one.rows[0]
+
+
+def test_ceilings_are_cached_per_gpu(monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(bench, "on_gpu", lambda: True)
+    monkeypatch.setattr(bench.env, "gpu_name", lambda: "NVIDIA Test GPU 80GB")
+    monkeypatch.setattr(bench, "_measured", {})
+    made = []
+
+    def measure(name):
+        made.append(name)
+        return bench.Ceilings(name, 2000.0, 500.0, True, "faked measurement")
+    monkeypatch.setattr(bench, "_measure", measure)
+    c = bench.ceilings()
+    path = tmp_path / "feed-the-beast" / "ceilings-nvidia-test-gpu-80gb.json"
+    assert json.loads(path.read_text())["copy_gbps"] == 2000.0
+    monkeypatch.setattr(bench, "_measured", {})          # a new session reads the file
+    assert bench.ceilings() == c and made == ["NVIDIA Test GPU 80GB"]
+    bench.ceilings(refresh=True)
+    assert len(made) == 2

@@ -1,0 +1,40 @@
+"""check.roofline_time accepts the roofline bound and rejects the stub and the realistic mistakes."""
+import pytest
+
+from course_utils.check import CheckFailed
+from course_utils.check.roofline import roofline_time as check_roofline_time
+
+
+def right(flops, nbytes, copy_gbps, matmul_tflops):
+    return max(nbytes / (copy_gbps * 1e6), flops / (matmul_tflops * 1e9))
+
+
+def test_the_roofline_bound_passes():
+    assert "roofline_time" in repr(check_roofline_time(right))
+
+
+def stub(flops, nbytes, copy_gbps, matmul_tflops):
+    raise NotImplementedError("max of the memory time and the compute time")
+
+
+WRONG = {
+    "summed": (lambda f, b, g, t: b / (g * 1e6) + f / (t * 1e9), "the sum"),
+    "smaller": (lambda f, b, g, t: min(b / (g * 1e6), f / (t * 1e9)), "smaller"),
+    "memory only": (lambda f, b, g, t: b / (g * 1e6), "ignores the compute term"),
+    "compute only": (lambda f, b, g, t: f / (t * 1e9), "ignores the memory term"),
+    "GB/s as bytes/s": (lambda f, b, g, t: max(b / (g * 1e9), f / (t * 1e9)), "off by 1000"),
+    "seconds": (lambda f, b, g, t: right(f, b, g, t) / 1e3, "off by 1000"),
+    "TFLOP/s slip": (lambda f, b, g, t: max(b / (g * 1e6), f / (t * 1e6)), "compute term is off by 1000"),
+    "no return": (lambda f, b, g, t: None, "None"),
+    "a string": (lambda f, b, g, t: "1 ms", "one number"),
+    "constant": (lambda f, b, g, t: 1.0, "expected"),
+    "stub": (stub, "stub"),
+}
+
+
+@pytest.mark.parametrize("name", list(WRONG))
+def test_mistakes_are_rejected_with_a_diagnosis(name):
+    fn, words = WRONG[name]
+    with pytest.raises(CheckFailed, match=words):
+        check_roofline_time(fn)
+    assert issubclass(CheckFailed, AssertionError)

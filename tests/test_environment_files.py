@@ -1,0 +1,67 @@
+"""environment.yml (conda/mamba) and pyproject.toml name the same dependencies with the same bounds."""
+import re
+from pathlib import Path
+
+import pytest
+
+tomllib = pytest.importorskip("tomllib", reason="tomllib needs Python 3.11")  # 3.10: skipped
+
+ROOT = Path(__file__).resolve().parent.parent
+REQ = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(\[[^\]]*\])?\s*(.*?)\s*$")
+
+
+def split(req: str) -> tuple[str, str]:
+    """'pytest-xdist >= 3.3' -> ('pytest-xdist', '>=3.3'), the name normalised as pip does (PEP 503)."""
+    m = REQ.match(req.split(";")[0])
+    assert m, f"cannot read requirement {req!r}"
+    return re.sub(r"[-_.]+", "-", m[1]).lower(), re.sub(r"\s+", "", m[3])
+
+
+def pyproject() -> dict:
+    data = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    reqs = data["dependencies"] + data.get("optional-dependencies", {}).get("test", [])
+    return {"python": data["requires-python"], "deps": dict(split(r) for r in reqs)}
+
+
+def environment() -> dict:
+    """The list items of environment.yml's `dependencies`, conda's and pip's, read without a YAML library."""
+    conda, pip, section, pip_indent = [], [], None, None
+    for raw in (ROOT / "environment.yml").read_text(encoding="utf-8").splitlines():
+        line = "" if raw.lstrip().startswith("#") else raw.split(" #")[0].rstrip()
+        if not line.strip():
+            continue
+        if not line.startswith((" ", "-")):
+            section = line.split(":")[0].strip()
+            continue
+        item = re.match(r"^(\s*)-\s+(.*)$", line)
+        if section != "dependencies" or not item:
+            continue
+        indent, value = len(item[1]), item[2].strip().strip("'\"")
+        if pip_indent is not None and indent <= pip_indent:
+            pip_indent = None
+        if value == "pip:":
+            pip_indent = indent
+        else:
+            (conda if pip_indent is None else pip).append(value)
+    return {"conda": conda, "pip": pip}
+
+
+def test_environment_yml_lists_pyproject_dependencies():
+    want, env = pyproject(), environment()
+    names = [r for r in env["pip"] if not r.startswith("-")]
+    got = dict(split(r) for r in names)
+    assert len(got) == len(names), f"a name appears twice in environment.yml: {names}"
+    missing, extra = sorted(set(want["deps"]) - set(got)), sorted(set(got) - set(want["deps"]))
+    assert not missing, f"in pyproject.toml but not in environment.yml: {missing}"
+    assert not extra, f"in environment.yml but not in pyproject.toml: {extra}"
+    differ = {n: (want["deps"][n], got[n]) for n in got if got[n] != want["deps"][n]}
+    assert not differ, f"bounds differ (pyproject, environment.yml): {differ}"
+
+
+def test_environment_yml_installs_the_course_and_its_python():
+    want, env = pyproject(), environment()
+    assert "-e ." in env["pip"], "environment.yml must install the course itself: `- -e .` under pip"
+    assert "pip" in env["conda"]
+    pythons = [c for c in env["conda"] if split(c)[0] == "python"]
+    assert pythons and split(pythons[0])[1] == re.sub(r"\s+", "", want["python"]), \
+        f"python in environment.yml ({pythons}) differs from requires-python ({want['python']})"

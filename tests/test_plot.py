@@ -1,0 +1,62 @@
+"""plot: each function returns Axes, headless; the roofline's ridge sits at rate / bandwidth."""
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
+
+from course_utils import bench, plot  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _close():
+    yield
+    plt.close("all")
+
+
+def _ridge_annotation(ax):
+    return [t for t in ax.texts if t.get_text().startswith("ridge")]
+
+
+def test_roofline_ridge_is_rate_over_bandwidth():
+    c = bench.Ceilings("toy", copy_gbps=2000.0, matmul_tflops=400.0, measured=True, source="test")
+    ax = plot.roofline(c, points=[("a", 0.25, 0.4), ("b", 1000.0, 300.0)])
+    assert isinstance(ax, matplotlib.axes.Axes)
+    assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
+    (ridge,) = _ridge_annotation(ax)
+    assert ridge.xy[0] == pytest.approx(400e12 / 2000e9)     # 200 FLOP/byte
+    line = ax.lines[0]
+    xs, ys = line.get_xdata(), line.get_ydata()
+    assert max(ys) == pytest.approx(400.0)                   # the compute roof
+    assert ys[0] == pytest.approx(xs[0] * 2.0)               # the memory slope: 2000 GB/s = 2 TFLOP/s per FLOP/B
+    assert "measured on toy" in ax.get_title()
+    assert sum(line.get_marker() == "o" for line in ax.lines) == 2   # the two dots
+
+
+def test_roofline_of_the_reference_says_model():
+    ax = plot.roofline(bench.REFERENCE, points=[("copy", 0, 0)])
+    assert ax.get_title().startswith("MODEL:") and "datasheet" in ax.get_title()
+    assert _ridge_annotation(ax)[0].xy[0] == pytest.approx(bench.REFERENCE.ridge)
+    assert any("copy" in t.get_text() and "not drawn" in t.get_text() for t in ax.texts)
+
+
+def test_bars_from_a_dict_and_from_a_report(monkeypatch):
+    ax = plot.bars({"a": 1.0, "b": 2.0}, ylabel="ms")
+    assert [p.get_height() for p in ax.patches] == [1.0, 2.0]
+
+    class R:  # the shape of a bench.Report without running anything
+        rows = [{"impl": "unfused", "status": "ok", "model ms": 2.0},
+                {"impl": "fused", "status": "not written yet"}]
+        key, title, measured = "model ms", "toy", False
+
+        def header(self, key):
+            return "MODEL ms"
+    ax = plot.bars(R())
+    assert "MODEL" in ax.get_title() and ax.get_ylabel() == "MODEL ms"
+    assert any(t.get_text() == "not written yet" for t in ax.texts)
+
+
+def test_curves_returns_axes_with_the_scales_asked():
+    ax = plot.curves([1, 10, 100], {"fused": [1, 2, 3], "unfused": [2, 4, 6]}, "n", "ms", logy=False, title="t")
+    assert ax.get_xscale() == "log" and ax.get_yscale() == "linear"
+    assert len(ax.lines) == 2 and ax.get_title() == "t"

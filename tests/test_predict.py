@@ -1,0 +1,91 @@
+"""predict: headless it never blocks and never calls input(); every reveal is logged; the scoreboard reads the log."""
+import builtins
+import json
+
+import pytest
+
+from course_utils import predict
+
+
+@pytest.fixture(autouse=True)
+def _headless(monkeypatch, tmp_path):
+    monkeypatch.setenv("COURSE_HEADLESS", "1")
+    monkeypatch.setenv("COURSE_PREDICTIONS", str(tmp_path / "p.jsonl"))
+    monkeypatch.setattr(builtins, "input", lambda *a: pytest.fail("predict called input()"))
+    monkeypatch.setattr(predict, "_asked", [])
+    return tmp_path / "p.jsonl"
+
+
+def _log(path):
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_number_with_a_default_measures_at_once_and_logs(_headless, capsys):
+    p = predict.number("t.copy", "How many ms?", lambda: 4.0, unit="ms", default=2.0)
+    assert (p.guess, p.measured) == (2.0, 4.0)
+    out = capsys.readouterr().out
+    assert "your guess 2 ms · measured 4 ms · off by ×2" in out
+    (entry,) = _log(_headless)
+    assert {k: entry[k] for k in ("key", "question", "guess", "measured", "unit")} == \
+        {"key": "t.copy", "question": "How many ms?", "guess": 2.0, "measured": 4.0, "unit": "ms"}
+    assert "time" in entry
+
+
+def test_a_guess_in_code_wins_over_default_and_is_headless_even_without_the_env(monkeypatch, capsys):
+    monkeypatch.delenv("COURSE_HEADLESS")
+    p = predict.number("t.g", "q", lambda: 1.0, guess=10, default=2.0)
+    assert p.guess == 10 and p.measured == 1.0 and "off by ×10" in capsys.readouterr().out
+
+
+def test_no_guess_still_shows_the_measurement(capsys):
+    p = predict.number("t.none", "q", lambda: 3.0, unit="GB/s")
+    assert p.guess is None and p.measured == 3.0
+    assert "no guess recorded · measured 3 GB/s" in capsys.readouterr().out
+
+
+def test_a_model_is_labelled_as_such(capsys):
+    predict.number("t.model", "q", lambda: 0.5, default=1, label="MODEL (H100 datasheet)")
+    out = capsys.readouterr().out
+    assert "MODEL (H100 datasheet) 0.5" in out and "measured" not in out
+
+
+def test_choice(_headless, capsys):
+    p = predict.choice("t.c", "Which?", ["memory-bound", "compute-bound"], lambda: "memory-bound",
+                       default="compute-bound")
+    assert p.measured == "memory-bound" and "not this time" in capsys.readouterr().out
+    with pytest.raises(ValueError):
+        predict.choice("t.c2", "Which?", ["a", "b"], lambda: "a", guess="c")
+
+
+def test_scoreboard_reads_the_log(_headless):
+    predict.number("s.close", "q", lambda: 3.0, default=2.0)     # within 2x
+    predict.number("s.far", "q", lambda: 100.0, default=1.0)
+    predict.number("s.none", "q", lambda: 1.0)
+    predict.choice("s.pick", "q", ["a", "b"], lambda: "b", guess="b")
+    board = predict.scoreboard()
+    rows = {r["key"]: r for r in board.rows}
+    assert rows["s.close"]["close"] is True and rows["s.far"]["close"] is False
+    assert rows["s.none"]["close"] is None and rows["s.pick"]["close"] is True
+    assert "2 of 4 close" in repr(board) and "<table>" in board._repr_html_()
+    assert [r["key"] for r in predict.scoreboard(prefix="s.f").rows] == ["s.far"]
+
+
+def test_scoreboard_without_a_log():
+    assert "no predictions" in repr(predict.scoreboard())
+
+
+def test_the_widgets_lock_on_commit_and_measure_on_reveal(monkeypatch):
+    """The live-notebook path, driven by clicking the buttons in code."""
+    pytest.importorskip("ipywidgets")
+    monkeypatch.setattr(predict, "_interactive", lambda guess: True)
+    import IPython.display
+    monkeypatch.setattr(IPython.display, "display", lambda *a, **k: None)
+    measured = []
+    p = predict.number("w.n", "q", lambda: measured.append(1) or 8.0, unit="ms", default=1.0)
+    w = p._widgets
+    assert p.guess is None and p.measured is None and w["reveal"].disabled
+    w["entry"].value = 4.0
+    w["commit"].click()
+    assert p.guess == 4.0 and w["entry"].disabled and not w["reveal"].disabled and not measured
+    w["reveal"].click()
+    assert p.measured == 8.0 and measured == [1] and p.ratio == 2.0

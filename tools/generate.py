@@ -1,0 +1,294 @@
+#!/usr/bin/env python3
+"""Write the student notebooks from the solution notebooks, the course's one source.
+
+    python tools/generate.py           write notebooks/*.ipynb and labs/*.ipynb
+    python tools/generate.py --check   exit 1 if a generated file is missing or out of date,
+                                       or if a solution notebook was saved with outputs (CI runs this)
+    python tools/generate.py --strip   clear outputs and execution counts from the solution notebooks
+
+Sources and targets:   solutions/NN_name.ipynb -> notebooks/NN_name.ipynb
+                       solutions/labs/X.ipynb  -> labs/X.ipynb
+
+The rules, in code cells of a solution notebook:
+  * The solution sits between a line `### BEGIN SOLUTION` (or `### BEGIN SOLUTION: hint text`) and a
+    line `### END SOLUTION`, both at the indentation of the code. The student gets a stub there:
+        # YOUR CODE HERE
+        raise NotImplementedError("hint text")
+    or, inside a function decorated with @triton.jit (a raise does not compile for a GPU),
+        pass  # YOUR CODE HERE: hint text
+  * Tags: `check` (the cell calls a checker), `uses-exercise` (the cell uses the student's code),
+    `solution-only` (the cell is dropped from the student version). The student version adds
+    `raises-exception` to cells with a raise stub, to `check` and to `uses-exercise` cells, and `stub`
+    to every cell the generator changed.
+Outputs and execution counts are stripped and metadata is kept minimal, so the output is byte-stable.
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import hashlib
+import json
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parent.parent
+# (source folder, target folder), relative to the repository root
+PAIRS = [("solutions", "notebooks"), ("solutions/labs", "labs")]
+
+BEGIN = re.compile(r"^(?P<indent>[ \t]*)### BEGIN SOLUTION(?::[ \t]*(?P<hint>.*?))?[ \t]*$")
+END = re.compile(r"^(?P<indent>[ \t]*)### END SOLUTION[ \t]*$")
+DEFAULT_HINT = "write this part"
+STUDENT_TAGS_ADDED = ("raises-exception", "stub")
+
+
+class SourceError(ValueError):
+    """A solution notebook breaks the authoring rules; the message says where."""
+
+
+@dataclass
+class Region:
+    begin: int          # line index of `### BEGIN SOLUTION`
+    end: int            # line index of `### END SOLUTION`
+    indent: str
+    hint: str
+    in_jit: bool        # inside a @triton.jit function: the stub is `pass`
+    in_function: bool   # inside any def: the cell defining it does not itself raise
+
+
+# --- parsing a cell ------------------------------------------------------------------------------
+def mask_magics(lines: list[str]) -> str:
+    """The cell as Python's ast can parse: IPython lines (%magic, !shell) become comments, keeping
+    every line number."""
+    return "\n".join("#" + line if line.lstrip()[:1] in ("%", "!") else line for line in lines)
+
+
+def _is_jit(decorator: ast.expr) -> bool:
+    target = decorator.func if isinstance(decorator, ast.Call) else decorator
+    return re.search(r"(^|\.)jit$", ast.unparse(target)) is not None
+
+
+def _enclosing_functions(tree: ast.AST, lineno: int) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+    """Function definitions whose body holds 1-based line `lineno`."""
+    return [node for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and node.lineno < lineno <= node.end_lineno]
+
+
+def _first_code_line(lines: list[str], r: Region) -> int:
+    """0-based index of the region's first line of code (the BEGIN line if it holds none)."""
+    for i in range(r.begin + 1, r.end):
+        s = lines[i].strip()
+        if s and not s.startswith("#"):
+            return i
+    return r.begin
+
+
+def find_regions(source: str, where: str = "cell") -> list[Region]:
+    """The solution regions of one code cell, checked for balance and indentation."""
+    lines = source.split("\n")
+    regions, open_at = [], None
+    for i, line in enumerate(lines):
+        b, e = BEGIN.match(line), END.match(line)
+        if b:
+            if open_at is not None:
+                raise SourceError(f"{where}, line {i + 1}: BEGIN SOLUTION inside another (opened line {open_at[0] + 1})")
+            open_at = (i, b["indent"], (b["hint"] or "").strip() or DEFAULT_HINT)
+        elif e:
+            if open_at is None:
+                raise SourceError(f"{where}, line {i + 1}: END SOLUTION without BEGIN SOLUTION")
+            if e["indent"] != open_at[1]:
+                raise SourceError(f"{where}, line {i + 1}: END SOLUTION is not at the indentation of its BEGIN "
+                                  f"(line {open_at[0] + 1})")
+            regions.append(Region(open_at[0], i, open_at[1], open_at[2], False, False))
+            open_at = None
+        elif "### BEGIN SOLUTION" in line or "### END SOLUTION" in line:
+            raise SourceError(f"{where}, line {i + 1}: a solution marker must be alone on its line: {line.strip()!r}")
+    if open_at is not None:
+        raise SourceError(f"{where}, line {open_at[0] + 1}: BEGIN SOLUTION is never closed")
+    if not regions:
+        return regions
+    try:
+        tree = ast.parse(mask_magics(lines))
+    except SyntaxError as err:
+        raise SourceError(f"{where}: the solution does not parse ({err.msg}, line {err.lineno})") from None
+    for r in regions:
+        funcs = _enclosing_functions(tree, _first_code_line(lines, r) + 1)
+        r.in_function = bool(funcs)
+        r.in_jit = any(_is_jit(d) for f in funcs for d in f.decorator_list)
+    return regions
+
+
+def stub_lines(r: Region) -> list[str]:
+    if r.in_jit:
+        return [f"{r.indent}pass  # YOUR CODE HERE: {r.hint}"]
+    return [f"{r.indent}# YOUR CODE HERE",
+            f"{r.indent}raise NotImplementedError({json.dumps(r.hint, ensure_ascii=False)})"]
+
+
+def stub_source(source: str, where: str = "cell") -> tuple[str, list[Region]]:
+    """The student's version of one code cell's source, and the regions replaced."""
+    regions = find_regions(source, where)
+    if not regions:
+        return source, regions
+    lines, out, pos = source.split("\n"), [], 0
+    for r in regions:
+        out += lines[pos:r.begin] + stub_lines(r)
+        pos = r.end + 1
+    out += lines[pos:]
+    new = "\n".join(out)
+    try:
+        ast.parse(mask_magics(out))
+    except SyntaxError as err:
+        raise SourceError(f"{where}: the stubbed code does not parse ({err.msg}, line {err.lineno}); "
+                          "put the markers around whole statements") from None
+    return new, regions
+
+
+# --- notebooks ----------------------------------------------------------------------------------
+def _tags(cell) -> list[str]:
+    return list(cell.get("metadata", {}).get("tags", []))
+
+
+def _cell_id(cell, name: str, index: int) -> str:
+    cid = cell.get("id")
+    if isinstance(cid, str) and re.fullmatch(r"[A-Za-z0-9_-]{1,64}", cid):
+        return cid
+    return hashlib.sha1(f"{name}:{index}".encode()).hexdigest()[:8]
+
+
+def student_notebook(nb, name: str = "notebook"):
+    """A new notebook: the student version of solution notebook `nb` (not modified)."""
+    cells = []
+    for i, cell in enumerate(nb.cells):
+        tags = _tags(cell)
+        if "solution-only" in tags:
+            continue
+        source = cell.source if isinstance(cell.source, str) else "".join(cell.source)
+        cid = _cell_id(cell, name, i)
+        if cell.cell_type == "code":
+            new_source, regions = stub_source(source, f"{name}, cell {i} (id {cid})")
+            add = []
+            if any(not r.in_jit for r in regions) or "check" in tags or "uses-exercise" in tags:
+                add.append("raises-exception")
+            if new_source != source:
+                add.append("stub")
+            tags += [t for t in add if t not in tags]
+            new = nbformat.v4.new_code_cell(new_source)
+        elif cell.cell_type == "markdown":
+            if any(BEGIN.match(line) or END.match(line) for line in source.split("\n")):
+                raise SourceError(f"{name}, cell {i} (id {cid}): solution markers in a markdown cell; "
+                                  "tag the cell `solution-only` instead")
+            new = nbformat.v4.new_markdown_cell(source)
+            if cell.get("attachments"):
+                new.attachments = cell.attachments
+        else:
+            new = nbformat.v4.new_raw_cell(source)
+        new.id = cid
+        if tags:
+            new.metadata["tags"] = tags
+        cells.append(new)
+    out = nbformat.v4.new_notebook(cells=cells)
+    out.metadata = minimal_metadata(nb)
+    return out
+
+
+def minimal_metadata(nb) -> dict:
+    ks = nb.metadata.get("kernelspec", {})
+    return {"kernelspec": {"display_name": ks.get("display_name", "Python 3"), "language": "python",
+                           "name": ks.get("name", "python3")},
+            "language_info": {"name": "python"}}
+
+
+def to_text(nb) -> str:
+    nbformat.validate(nb)
+    text = nbformat.writes(nb, version=4)  # indent=1, sorted keys
+    return text if text.endswith("\n") else text + "\n"
+
+
+def targets() -> list[tuple[Path, Path]]:
+    """(solution, student) paths for every solution notebook."""
+    pairs = []
+    for src_dir, dst_dir in PAIRS:
+        for src in sorted((ROOT / src_dir).glob("*.ipynb")):
+            pairs.append((src, ROOT / dst_dir / src.name))
+    return pairs
+
+
+def generate_text(src: Path) -> str:
+    nb = nbformat.read(src, as_version=4)
+    return to_text(student_notebook(nb, str(src.relative_to(ROOT))))
+
+
+def has_outputs(nb) -> bool:
+    return any(c.cell_type == "code" and (c.get("outputs") or c.get("execution_count") is not None)
+               for c in nb.cells)
+
+
+def strip(nb) -> bool:
+    """Clear outputs, execution counts and run-time metadata in place; True if anything changed."""
+    changed = False
+    for c in nb.cells:
+        if c.cell_type == "code":
+            if c.get("outputs") or c.get("execution_count") is not None:
+                c.outputs, c.execution_count, changed = [], None, True
+            for key in ("execution", "collapsed", "scrolled", "ExecuteTime"):
+                if key in c.metadata:
+                    del c.metadata[key]
+                    changed = True
+    if "widgets" in nb.metadata:
+        del nb.metadata["widgets"]
+        changed = True
+    return changed
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    mode = ap.add_mutually_exclusive_group()
+    mode.add_argument("--check", action="store_true", help="report what is out of date; write nothing")
+    mode.add_argument("--strip", action="store_true", help="clear outputs from the solution notebooks")
+    args = ap.parse_args(argv)
+    rel = lambda p: p.relative_to(ROOT).as_posix()  # noqa: E731
+
+    if args.strip:
+        for src, _ in targets():
+            nb = nbformat.read(src, as_version=4)
+            if strip(nb):
+                src.write_text(to_text(nb), encoding="utf-8")
+                print(f"stripped {rel(src)}")
+        return 0
+
+    problems, expected = [], set()
+    for src, dst in targets():
+        expected.add(dst)
+        try:
+            text = generate_text(src)
+        except SourceError as err:
+            problems.append(f"{rel(src)}: {err}")
+            continue
+        if args.check:
+            if has_outputs(nbformat.read(src, as_version=4)):
+                problems.append(f"{rel(src)} was saved with outputs: run `python tools/generate.py --strip`")
+            if not dst.exists():
+                problems.append(f"{rel(dst)} is missing")
+            elif dst.read_text(encoding="utf-8") != text:
+                problems.append(f"{rel(dst)} is out of date")
+        elif not dst.exists() or dst.read_text(encoding="utf-8") != text:
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            dst.write_text(text, encoding="utf-8")
+            print(f"wrote {rel(dst)}")
+    for _, dst_dir in PAIRS:
+        for orphan in sorted(set((ROOT / dst_dir).glob("*.ipynb")) - expected):
+            problems.append(f"{rel(orphan)} has no solution notebook: delete it, or add the source under solutions/")
+    if problems:
+        print("\n".join(problems), file=sys.stderr)
+        if args.check and any("out of date" in p or "missing" in p for p in problems):
+            print("Regenerate with: python tools/generate.py", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

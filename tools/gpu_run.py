@@ -1,0 +1,273 @@
+#!/usr/bin/env python3
+"""Run the solution notebooks top to bottom on a real GPU and write what they printed to
+docs/gpu-results/<gpu>.md.
+
+    python3 tools/gpu_run.py                        every solution notebook (solutions/, solutions/labs/)
+    python3 tools/gpu_run.py 03 solutions/05_x.ipynb  those named (a path, a file name, or its start)
+    options: --out DIR (default $OUT, else build/gpu-run)  --timeout SECONDS per cell (300)  --fresh
+
+Each notebook runs in a fresh kernel of this very Python (no kernelspec needs installing), with its
+folder as the working directory and COURSE_HEADLESS=1, and stops at its first error, as a student
+would. The report holds, per notebook: status, wall time, and each code cell's text output (stdout,
+results; figures as [figure]), trimmed, plus the error if any. Sections of notebooks not run this time
+are kept from the existing report, unless --fresh. A copy of the report and a zip of the executed
+notebooks go to --out.
+
+Where Jupyter is not installed (the lent GPU machines), carry the wheels that tools/gpu_wheels.sh
+fetches and put them on the path first:
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \\
+        --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SOURCES = ["solutions", "solutions/labs"]
+MAX_LINES, MAX_CHARS = 40, 4000   # per cell, after which the middle is elided
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+SECTION = re.compile(r"<!-- section: (?P<name>.+?) \| (?P<status>.+?) \| (?P<wall>.+?) \| (?P<date>.+?) -->\n"
+                     r"(?P<body>.*?)<!-- end section -->\n?", re.S)
+
+
+# --- which notebooks, which machine -----------------------------------------------------------------
+def all_notebooks() -> list[Path]:
+    return [p for d in SOURCES for p in sorted((ROOT / d).glob("*.ipynb"))]
+
+
+def resolve(names: list[str]) -> list[Path]:
+    if not names:
+        return all_notebooks()
+    found = []
+    for name in names:
+        p = Path(name)
+        if p.suffix == ".ipynb" and p.exists():
+            found.append(p.resolve())
+            continue
+        hits = [q for q in all_notebooks() if q.name == name or q.name.startswith(name)]
+        if len(hits) != 1:
+            sys.exit(f"gpu_run: {name!r} names {len(hits)} solution notebooks: "
+                     f"{[h.name for h in hits] or 'none'}")
+        found.append(hits[0])
+    return found
+
+
+def machine() -> dict:
+    """The device and versions, read in a child process so that this one holds no CUDA context."""
+    code = ("import json, platform, torch, triton\n"
+            "ok = torch.cuda.is_available()\n"
+            "print(json.dumps({'device': torch.cuda.get_device_name() if ok else 'cpu (no GPU)',\n"
+            "  'capability': '.'.join(map(str, torch.cuda.get_device_capability())) if ok else '',\n"
+            "  'torch': torch.__version__, 'cuda': torch.version.cuda or '', 'triton': triton.__version__,\n"
+            "  'python': platform.python_version()}))")
+    try:
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+        info = json.loads(out.stdout.strip().splitlines()[-1])
+    except Exception as e:  # noqa: BLE001  (report what we can)
+        info = {"device": "unknown", "error": f"{type(e).__name__}: {e}"}
+    try:
+        info["driver"] = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                                        capture_output=True, text=True, timeout=30).stdout.split("\n")[0].strip()
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return info
+
+
+def slug(device: str) -> str:
+    return "cpu" if device.startswith("cpu") else re.sub(r"[^a-z0-9]+", "-", device.lower()).strip("-") or "unknown"
+
+
+# --- running one notebook ---------------------------------------------------------------------------
+def kernel_manager():
+    """A kernel of this very Python, whatever kernelspecs are (not) installed."""
+    from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
+    from jupyter_client.manager import KernelManager
+
+    env = {"COURSE_HEADLESS": "1", "PYTHONUNBUFFERED": "1",
+           # figures come back as images (a caller's MPLBACKEND=Agg would swallow them)
+           "MPLBACKEND": "module://matplotlib_inline.backend_inline",
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+
+    class ThisPython(KernelSpecManager):
+        def get_kernel_spec(self, kernel_name):
+            return KernelSpec(argv=[sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                              display_name="python (gpu_run)", language="python", env=env)
+
+    return KernelManager(kernel_name="gpu-run", kernel_spec_manager=ThisPython())
+
+
+def execute(path: Path, timeout: int):
+    """Run the notebook; return (executed notebook, status, seconds)."""
+    import nbformat
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
+
+    nb = nbformat.read(path, as_version=4)
+    client = NotebookClient(nb, km=kernel_manager(), timeout=timeout, startup_timeout=180, allow_errors=False,
+                            record_timing=True, resources={"metadata": {"path": str(path.parent)}})
+    t0, status = time.perf_counter(), "ok"
+    try:
+        client.execute()
+    except CellExecutionError:
+        status = f"error in cell {failed_cell(nb)}"
+    except CellTimeoutError:
+        status = f"timeout (> {timeout} s) in cell {running_cell(nb)}"
+    except DeadKernelError:
+        status = f"kernel died in cell {running_cell(nb)}"
+    except Exception as e:  # noqa: BLE001  (a kernel that would not start, say: report and go on)
+        status = f"could not run: {type(e).__name__}: {str(e).strip()[:300]}"
+    return nb, re.sub(r"[|\s]+", " ", status), time.perf_counter() - t0
+
+
+def failed_cell(nb) -> int | str:
+    for i, c in enumerate(nb.cells):
+        if c.cell_type == "code" and any(o.output_type == "error" for o in c.get("outputs", [])) \
+                and "raises-exception" not in c.metadata.get("tags", []):
+            return i
+    return "?"
+
+
+def running_cell(nb) -> int | str:
+    """The cell that started but did not finish."""
+    for i, c in enumerate(nb.cells):
+        ex = c.metadata.get("execution", {})
+        if "iopub.status.busy" in ex and "shell.execute_reply" not in ex:
+            return i
+    return "?"
+
+
+# --- the report -------------------------------------------------------------------------------------
+def trim(text: str) -> str:
+    lines = text.rstrip("\n").split("\n")
+    if len(lines) > MAX_LINES:
+        cut = len(lines) - MAX_LINES
+        lines = lines[:MAX_LINES // 2] + [f"[... {cut} lines left out ...]"] + lines[-MAX_LINES // 2:]
+    text = "\n".join(lines)
+    if len(text) > MAX_CHARS:
+        text = text[:MAX_CHARS // 2] + f"\n[... {len(text) - MAX_CHARS} characters left out ...]\n" + text[-MAX_CHARS // 2:]
+    return text
+
+
+def output_text(o) -> str:
+    if o.output_type == "stream":
+        text = "".join(o.text) if isinstance(o.text, list) else o.text
+        return text if o.name == "stdout" else "".join(f"[stderr] {ln}\n" for ln in text.rstrip("\n").split("\n"))
+    if o.output_type == "error":
+        tb = ANSI.sub("", "\n".join(o.get("traceback", [])))
+        return f"[error] {o.ename}: {o.evalue}\n" + "\n".join(tb.strip().split("\n")[-12:]) + "\n"
+    data = o.get("data", {})
+    if any(k.startswith("image/") for k in data):
+        return "[figure]\n"
+    if "application/vnd.jupyter.widget-view+json" in data:
+        return "[widget]\n"
+    text = data.get("text/plain", "")
+    return ("".join(text) if isinstance(text, list) else text) + "\n" if text else ""
+
+
+def cell_seconds(cell) -> str:
+    ex = cell.metadata.get("execution", {})
+    try:
+        a, b = (dt.datetime.fromisoformat(ex[k].replace("Z", "+00:00"))
+                for k in ("iopub.status.busy", "shell.execute_reply"))
+        return f"{(b - a).total_seconds():.2f} s"
+    except (KeyError, ValueError):
+        return "not run"
+
+
+def fence(text: str) -> str:
+    ticks = "`" * max(3, 1 + max((len(m) for m in re.findall(r"`+", text)), default=0))
+    return f"{ticks}text\n{text}\n{ticks}"
+
+
+def section(name: str, nb, status: str, seconds: float, date: str) -> str:
+    parts = [f"<!-- section: {name} | {status} | {seconds:.1f} | {date} -->",
+             f"## {name}", "", f"**{status}** in {seconds:.1f} s (run {date})", ""]
+    for i, c in enumerate(nb.cells):
+        if c.cell_type != "code" or not c.get("outputs"):
+            continue
+        lines = [ln.strip() for ln in c.source.split("\n") if ln.strip()]
+        first = next((ln for ln in lines if not ln.startswith("#")), lines[0] if lines else "")[:80]
+        text = "".join(output_text(o) for o in c.outputs).strip("\n")
+        if text:
+            parts += [f"**cell {i}** ({cell_seconds(c)}): `{first.replace('`', chr(39))}`", "", fence(trim(text)), ""]
+    parts.append("<!-- end section -->")
+    return "\n".join(parts) + "\n"
+
+
+def report(info: dict, sections: dict[str, tuple[str, str, str, str]]) -> str:
+    head = [f"# GPU results: {info.get('device', 'unknown')}", "",
+            "Written by `python3 tools/gpu_run.py`: every solution notebook run top to bottom on this machine.", "",
+            "| | |", "|---|---|"]
+    for key in ("device", "capability", "driver", "torch", "cuda", "triton", "python", "date"):
+        if info.get(key):
+            head.append(f"| {key} | {info[key]} |")
+    head += ["", "| notebook | status | wall time | run |", "|---|---|---|---|"]
+    for name, (status, wall, date, _) in sections.items():
+        head.append(f"| {name} | {status} | {wall} s | {date} |")
+    return "\n".join(head) + "\n\n" + "\n".join(body for *_, body in sections.values())
+
+
+def existing_sections(path: Path) -> dict:
+    if not path.exists():
+        return {}
+    return {m["name"]: (m["status"], m["wall"], m["date"], m[0] if m[0].endswith("\n") else m[0] + "\n")
+            for m in SECTION.finditer(path.read_text(encoding="utf-8"))}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("notebooks", nargs="*", help="solution notebooks to run (default: all)")
+    ap.add_argument("--out", type=Path, default=Path(os.environ.get("OUT") or ROOT / "build" / "gpu-run"),
+                    help="where the executed notebooks and a copy of the report go (default: $OUT)")
+    ap.add_argument("--results", type=Path, default=ROOT / "docs" / "gpu-results", help="the reports' folder")
+    ap.add_argument("--timeout", type=int, default=300, help="seconds per cell")
+    ap.add_argument("--fresh", action="store_true", help="drop sections of notebooks not run this time")
+    args = ap.parse_args(argv)
+    try:
+        import ipykernel  # noqa: F401
+        import nbclient  # noqa: F401
+    except ImportError as e:
+        sys.exit(f"gpu_run: {e}. Install the test extra, or carry the wheels of tools/gpu_wheels.sh.")
+
+    paths = resolve(args.notebooks)
+    info = machine()
+    info["date"] = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    name = slug(info.get("device", "unknown"))
+    print(f"gpu_run: {len(paths)} notebook(s) on {info.get('device')} -> {name}.md", flush=True)
+    args.out.mkdir(parents=True, exist_ok=True)
+    args.results.mkdir(parents=True, exist_ok=True)
+    report_path = args.results / f"{name}.md"
+    sections = {} if args.fresh else existing_sections(report_path)
+
+    import nbformat
+    failed = 0
+    with zipfile.ZipFile(args.out / f"executed-{name}.zip", "w", zipfile.ZIP_DEFLATED) as zf:
+        for path in paths:
+            rel = path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else path.name
+            print(f"  {rel} ...", end=" ", flush=True)
+            nb, status, seconds = execute(path, args.timeout)
+            print(f"{status} ({seconds:.1f} s)", flush=True)
+            failed += status != "ok"
+            sections[rel] = (status, f"{seconds:.1f}", info["date"], section(rel, nb, status, seconds, info["date"]))
+            zf.writestr(rel, nbformat.writes(nb))
+    order = {p.relative_to(ROOT).as_posix(): i for i, p in enumerate(all_notebooks())}
+    sections = dict(sorted(sections.items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0])))
+    report_path.write_text(report(info, sections), encoding="utf-8")
+    if args.out.resolve() != args.results.resolve():
+        shutil.copy(report_path, args.out / report_path.name)
+    print(f"gpu_run: wrote {report_path} and {args.out / f'executed-{name}.zip'}; {failed} notebook(s) failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
