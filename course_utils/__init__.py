@@ -2,4 +2,6 @@
 from . import environment as env  # noqa: F401  (must come first: it decides TRITON_INTERPRET)
 from .environment import DEVICE, INTERPRET, ON_GPU, pick  # noqa: F401
 from . import _interp  # noqa: F401  (bounds-checks every interpreted load and store)
-from . import trips  # noqa: F401
+from . import hints, trips  # noqa: F401
+
+hints.install()  # in Jupyter, a known Triton error ends with a one-line hint

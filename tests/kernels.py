@@ -77,6 +77,128 @@ def vector_add_two_passes(x, y):
 
 
 @triton.jit
+def add_kernel_no_stride(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) + tl.arange(0, BLOCK)  # forgot * BLOCK: the programs overlap
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
+
+
+@triton.jit
+def add_kernel_x_twice(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(x_ptr + offs, mask=mask), mask=mask)
+
+
+def vector_add_no_stride(x, y):
+    out = torch.empty_like(x)
+    add_kernel_no_stride[(triton.cdiv(x.numel(), BLOCK),)](x, y, out, x.numel(), BLOCK=BLOCK)
+    return out
+
+
+def vector_add_zero_grid(x, y):
+    out = torch.empty_like(x)  # BLOCK 1024 > n = 1000: n // BLOCK launches nothing
+    add_kernel[(x.numel() // 1024,)](x, y, out, x.numel(), BLOCK=1024)
+    return out
+
+
+def vector_add_grid_per_element(x, y):
+    out = torch.empty_like(x)
+    add_kernel[(x.numel(),)](x, y, out, x.numel(), BLOCK=BLOCK)
+    return out
+
+
+def vector_add_x_twice(x, y):
+    out = torch.empty_like(x)
+    add_kernel_x_twice[(triton.cdiv(x.numel(), BLOCK),)](x, y, out, x.numel(), BLOCK=BLOCK)
+    return out
+
+
+def vector_add_big_block(x, y):
+    out = torch.empty_like(x)  # one program covers everything below 4096: still right
+    add_kernel[(triton.cdiv(x.numel(), 4096),)](x, y, out, x.numel(), BLOCK=4096)
+    return out
+
+
+# --- scaled add: out = alpha * x + y ------------------------------------------------------------------
+@triton.jit
+def scaled_add_kernel(x_ptr, y_ptr, out_ptr, alpha, n, BLOCK: tl.constexpr, MISTAKE: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    y = tl.load(y_ptr + offs, mask=mask)
+    if MISTAKE == 1:
+        out = x + y
+    elif MISTAKE == 2:
+        out = x + alpha * y
+    elif MISTAKE == 3:
+        out = alpha * (x + y)
+    else:
+        out = alpha * x + y
+    tl.store(out_ptr + offs, out, mask=mask)
+
+
+@triton.jit
+def scaled_add_kernel_no_mask(x_ptr, y_ptr, out_ptr, alpha, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, alpha * tl.load(x_ptr + offs) + tl.load(y_ptr + offs))
+
+
+def _scaled_add(x, y, alpha, mistake):
+    out = torch.empty_like(x)
+    scaled_add_kernel[(triton.cdiv(x.numel(), BLOCK),)](x, y, out, alpha, x.numel(), BLOCK=BLOCK, MISTAKE=mistake)
+    return out
+
+
+def scaled_add(x, y, alpha):
+    return _scaled_add(x, y, alpha, 0)
+
+
+def scaled_add_fp32_math(x, y, alpha):
+    # the same kernel, with the arithmetic in float32 and one rounding at the store
+    out = torch.empty_like(x)
+    scaled_add_kernel[(triton.cdiv(x.numel(), BLOCK),)](x.float(), y.float(), out, alpha, x.numel(),
+                                                        BLOCK=BLOCK, MISTAKE=0)
+    return out
+
+
+def scaled_add_no_alpha(x, y, alpha):
+    return _scaled_add(x, y, alpha, 1)
+
+
+def scaled_add_alpha_on_y(x, y, alpha):
+    return _scaled_add(x, y, alpha, 2)
+
+
+def scaled_add_alpha_on_sum(x, y, alpha):
+    return _scaled_add(x, y, alpha, 3)
+
+
+def scaled_add_no_mask(x, y, alpha):
+    out = torch.empty_like(x)
+    scaled_add_kernel_no_mask[(triton.cdiv(x.numel(), BLOCK),)](x, y, out, alpha, x.numel(), BLOCK=BLOCK)
+    return out
+
+
+def scaled_add_floor_grid(x, y, alpha):
+    out = torch.empty_like(x)
+    scaled_add_kernel[(max(1, x.numel() // BLOCK),)](x, y, out, alpha, x.numel(), BLOCK=BLOCK, MISTAKE=0)
+    return out
+
+
+def scaled_add_eager(x, y, alpha):
+    return alpha * x + y  # two kernels: alpha * x goes to memory and comes back
+
+
+def scaled_add_torch_fused(x, y, alpha):
+    return torch.add(y, x, alpha=alpha)  # one kernel, right numbers, but PyTorch's
+
+
+def scaled_add_stub(x, y, alpha):
+    raise NotImplementedError("launch the kernel")
+
+
+@triton.jit
 def bias_gelu_kernel(x_ptr, b_ptr, out_ptr, N, stride_row, BLOCK_N: tl.constexpr,
                      BIAS_BY_ROW: tl.constexpr, APPLY_GELU: tl.constexpr, ADD_BIAS: tl.constexpr):
     row = tl.program_id(0)

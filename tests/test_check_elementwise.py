@@ -14,10 +14,16 @@ def test_vector_add_accepts_a_correct_kernel():
 @pytest.mark.parametrize("wrong, message", [
     (k.vector_add_stub, "still the stub"),
     (k.vector_add_blank, "never written"),
-    (k.vector_add_no_mask, "is the tail masked"),
-    (k.vector_add_floor_grid, r"the last \d+ elements were never written.*cdiv"),
+    (k.vector_add_no_mask, "n = 1000.*is the tail masked"),
+    (k.vector_add_floor_grid, r"grid is too small. 7 programs × BLOCK 128 = 896.*the last \d+ elements were never "
+                              r"written.*triton.cdiv\(n, BLOCK\) = 8 programs"),
     (k.vector_add_off_by_one, "one element past the end"),
     (k.vector_add_two_passes, "not fused"),
+    (k.vector_add_zero_grid, "0 programs.*triton.cdiv"),
+    (k.vector_add_no_stride, "programs overlap.*pid \\* BLOCK"),
+    (k.vector_add_grid_per_element, "1000 programs for n = 1000.*one per element"),
+    (k.vector_add_x_twice, "x \\+ x: is the second load reading from x_ptr"),
+    (k.vector_add_torch, "with PyTorch \\(aten.add\\), not with a Triton kernel"),
     (lambda x, y: x, "never add|equals x|is y loaded"),
     (lambda x, y: None, "returned None"),
     (lambda x, y: (x + y).float(), "keep the input's dtype"),
@@ -26,6 +32,36 @@ def test_vector_add_accepts_a_correct_kernel():
 def test_vector_add_rejects(wrong, message):
     with pytest.raises(check.CheckFailed, match=message):
         check.vector_add(wrong)
+
+
+def test_vector_add_accepts_other_block_sizes():
+    assert check.vector_add(k.vector_add_big_block).traffic.launches == 1
+
+
+def test_scaled_add_accepts_a_correct_kernel():
+    r = check.scaled_add(k.scaled_add)
+    assert "✓" in repr(r) and r.traffic.launches == 1 and r.traffic.bytes == 3 * 4 * 4096
+
+
+def test_scaled_add_accepts_float32_arithmetic():
+    check.scaled_add(k.scaled_add_fp32_math)
+
+
+@pytest.mark.parametrize("wrong, message", [
+    (k.scaled_add_stub, "still the stub"),
+    (k.scaled_add_no_alpha, r"this is x \+ y: alpha \(= 2.5\) is never applied"),
+    (k.scaled_add_alpha_on_y, r"x \+ alpha \* y: alpha scales y"),
+    (k.scaled_add_alpha_on_sum, r"alpha \* \(x \+ y\): alpha scales the sum"),
+    (k.scaled_add_no_mask, "n = 1000.*is the tail masked"),
+    (k.scaled_add_floor_grid, r"grid is too small.*triton.cdiv\(n, BLOCK\) = 8 programs"),
+    (k.scaled_add_eager, "2 launches where 1 should do: this is not fused"),
+    (k.scaled_add_torch_fused, r"with PyTorch \(aten.add\)"),
+    (lambda x, y, alpha: y, "equals y"),
+    (lambda x, y, alpha: None, "returned None"),
+])
+def test_scaled_add_rejects(wrong, message):
+    with pytest.raises(check.CheckFailed, match=message):
+        check.scaled_add(wrong)
 
 
 def test_bias_gelu_accepts_a_correct_kernel():

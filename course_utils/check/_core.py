@@ -8,6 +8,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from .. import _interp, trips
+from ..hints import explain  # noqa: F401  (check.explain is part of the API)
 from ..environment import ON_GPU, INTERPRET
 
 
@@ -64,29 +65,6 @@ class _PoisonAllocations(TorchFunctionMode):
 
 
 # --- running the student's code ---------------------------------------------------------------------
-_HINTS = [
-    ("arange's range must be a power of 2", "tl.arange(0, BLOCK) needs a power-of-two BLOCK: round up with "
-     "triton.next_power_of_2(n) and mask off the extra lanes."),
-    ("constexpr", "a value that fixes a shape (like BLOCK in tl.arange) must be declared `BLOCK: tl.constexpr` "
-     "in the kernel's signature and passed as a keyword at launch."),
-    ("cannot be accessed from Triton", "a CPU tensor reached a GPU kernel: create tensors with "
-     "device=cu.DEVICE, or move them with .to(cu.DEVICE)."),
-    ("unsupported AST node type: Raise", "the kernel still contains a `raise`: kernels cannot raise; "
-     "replace the stub with the kernel body."),
-    ("out of resource", "the block needs more on-chip memory than one SM has: use a smaller BLOCK."),
-    ("Only tensors, not `float` and `int`", "a kernel argument that should be a pointer is a Python number."),
-]
-
-
-def explain(exc: BaseException) -> str | None:
-    """A plain hint for the Triton errors students meet most, or None."""
-    text = f"{type(exc).__name__}: {exc} {exc.__cause__ or ''}"
-    for needle, hint in _HINTS:
-        if needle in text:
-            return hint
-    return None
-
-
 def run(fn, *args, name: str, poison: bool = True):
     """Call the student's function with poisoned allocations; turn its failures into CheckFailed."""
     if not callable(fn):

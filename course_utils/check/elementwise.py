@@ -1,38 +1,178 @@
-"""Checkers for the element-wise exercises: vector_add (lesson 03) and bias_gelu."""
+"""Checkers for the element-wise exercises: vector_add and scaled_add (lesson 03), bias_gelu."""
 from __future__ import annotations
 
+import contextlib
 import math
 
 import torch
 
-from ..environment import DEVICE, pick
-from ._core import Passed, budget, bounds_check_on_gpu, compare, run
+from .. import _interp, trips
+from ..environment import DEVICE, INTERPRET, ON_GPU, pick
+from ._core import CheckFailed, Passed, budget, bounds_check_on_gpu, compare, fail, run, tolerance, unwritten
 
-__all__ = ["vector_add", "bias_gelu"]
+__all__ = ["vector_add", "scaled_add", "bias_gelu"]
 
 
 def _randn(*shape, dtype=torch.float32, scale=1.0):
     return (torch.randn(*shape, device=DEVICE) * scale).to(dtype)
 
 
-def vector_add(fn) -> Passed:
-    """fn(x, y) -> x + y for 1-D tensors of any length."""
-    result = Passed("vector_add")
-    # Ragged lengths on purpose: 1, a prime, one past a power of two, one short of one.
-    sizes = [1, 37, 1000, 1025, pick(gpu=(1 << 20) + 17, cpu=4095)]
-    bounds_check_on_gpu(fn, _randn(1000), _randn(1000), name="vector_add")
+# --- 1-D kernels: what the grid and the mask did -----------------------------------------------------
+# n = 1000 comes first on purpose: it is a multiple of no power of two above 8, so any BLOCK leaves a
+# ragged last block, and the first diagnosis a student reads is about the tail, not about n = 1.
+FIRST_N = 1000
+
+
+@contextlib.contextmanager
+def _grids():
+    """Record the grid of every launch that runs in the (instrumented) interpreter inside the block."""
+    from triton.runtime import interpreter
+    seen: list[tuple] = []
+
+    def listen(_launch):
+        seen.append(tuple(interpreter.interpreter_builder.grid_dim))
+    _interp._listeners.append(listen)
+    try:
+        yield seen
+    finally:
+        _interp._listeners.remove(listen)
+
+
+def _pow2(b: int) -> bool:
+    return b >= 1 and b & (b - 1) == 0
+
+
+def _run_in_interpreter(fn, args, *, name: str, n: int, dtype):
+    """Run one case where every load and store is bounds-checked and the grid is recorded: the
+    interpreter itself on a CPU; on a GPU, a replay through it before the real launch."""
+    with _grids() as grids:
+        try:
+            if ON_GPU and not INTERPRET:
+                with trips.counting():
+                    out = run(fn, *args, name=name)
+            else:
+                out = run(fn, *args, name=name)
+        except CheckFailed as e:
+            if str(e).startswith("Out-of-bounds"):
+                raise CheckFailed(f"`{name}` with n = {n} ({str(dtype)[6:]}; {n} is not a multiple of your "
+                                  f"BLOCK, so the last block is partial): {e}") from None
+            raise
+    return out, (grids[-1][0] if grids else None)
+
+
+def _diagnose_grid(out, n: int, programs: int | None, *, name: str) -> None:
+    """Name the grid or offset mistake behind elements that were never written, when the pattern
+    gives it away."""
+    if programs is None or not isinstance(out, torch.Tensor) or tuple(out.shape) != (n,):
+        return
+    never = unwritten(out).cpu()
+    if not bool(never.any()):
+        return
+    if programs == 0:
+        fail(f"`{name}`: the grid had 0 programs, so nothing ran and all {n} elements were never written. "
+             "n // BLOCK is 0 whenever n < BLOCK: use triton.cdiv(n, BLOCK), which rounds up.")
+    if bool(never.all()):
+        fail(f"`{name}`: {programs} programs ran but none stored anything: all {n} elements were never "
+             "written. Does the kernel end with tl.store(out_ptr + offsets, result, mask=mask)?")
+    written = never.numel() - int(never.sum())
+    if bool(never[written:].all()) and not bool(never[:written].any()):   # a clean prefix was written
+        if written % programs == 0 and _pow2(written // programs):
+            block = written // programs
+            fail(f"`{name}`: the grid is too small. {programs} programs × BLOCK {block} = {written} elements, "
+                 f"but n = {n}: the last {n - written} elements were never written. n // BLOCK rounds down; "
+                 f"the grid needs triton.cdiv(n, BLOCK) = {-(-n // block)} programs.")
+        block = written - programs + 1
+        if programs > 1 and _pow2(block):
+            fail(f"`{name}`: the programs overlap. Only elements 0..{written - 1} were written, which is what "
+                 f"{programs} programs of BLOCK {block} cover when program i starts at offset i. Each program "
+                 "must start at its own block: offsets = pid * BLOCK + tl.arange(0, BLOCK).")
+
+
+def _check_too_many_programs(n: int, programs: int | None, *, name: str) -> None:
+    if programs is not None and programs >= n:
+        fail(f"`{name}`: the answer is right, but the grid launched {programs} programs for n = {n} elements: "
+             "one per element. Each program handles a whole block of BLOCK elements, so "
+             "triton.cdiv(n, BLOCK) programs cover n; the others find every lane masked off and "
+             "still cost a slot on the GPU.")
+
+
+def _check_1d(fn, *, name: str, inputs, reference, wrong_answers, tol=None, n_inputs: int = 2) -> Passed:
+    """The common check of a 1-D element-wise exercise.
+
+    inputs(n, dtype, case) -> the arguments; reference(*args) -> the right answer;
+    wrong_answers(*args) -> (tensor, message) pairs; n_inputs: how many of the arguments are
+    n-element tensors (the bytes budget is (n_inputs + 1) * 4 * n for float32)."""
+    result = Passed(name)
+    sizes = [FIRST_N, 1, 37, 1025, pick(gpu=(1 << 20) + 17, cpu=4095)]
+    case = 0
     for dtype in (torch.float32, torch.float16):
         for n in sizes:
-            x, y = _randn(n, dtype=dtype), _randn(n, dtype=dtype, scale=1e3)
-            out = run(fn, x, y, name="vector_add")
-            compare(out, (x.float() + y.float()).to(dtype), name="vector_add", like=x,
-                    wrong_answers=[(x, "the output equals x: is y loaded and added?"),
-                                   (y, "the output equals y: is x loaded and added?"),
-                                   (x - y, "the output is x - y")])
+            args = inputs(n, dtype, case)
+            if case == 0:
+                out, programs = _run_in_interpreter(fn, args, name=name, n=n, dtype=dtype)
+                _diagnose_grid(out, n, programs, name=name)
+            else:
+                out = run(fn, *args, name=name)
+            compare(out, reference(*args), name=name, like=args[0], wrong_answers=wrong_answers(*args),
+                    tol=(tol(dtype) if tol else None))
+            if case == 0:
+                _check_too_many_programs(n, programs, name=name)
             result.cases.append(f"{str(dtype)[6:]} n={n}")
+            case += 1
     n = 4096
-    result.traffic = budget(fn, (_randn(n), _randn(n)), name="vector_add", launches=1, bytes=3 * 4 * n)
+    traffic = budget(fn, inputs(n, torch.float32, case), name=name, launches=1, bytes=(n_inputs + 1) * 4 * n)
+    foreign = [k.name for k in traffic.kernels if k.kind != "triton"]
+    if foreign:
+        fail(f"`{name}` computes the right numbers, but with PyTorch ({', '.join(foreign)}), not with a Triton "
+             "kernel of yours: launch your @triton.jit kernel on a grid.")
+    result.traffic = traffic
     return result
+
+
+def vector_add(fn) -> Passed:
+    """fn(x, y) -> x + y for 1-D tensors of any length, in one Triton kernel."""
+    def inputs(n, dtype, case):
+        # y much larger than x: an answer that drops x (or y) cannot pass by being close
+        return _randn(n, dtype=dtype), _randn(n, dtype=dtype, scale=1e3)
+
+    def reference(x, y):
+        return (x.float() + y.float()).to(x.dtype)
+
+    def wrong_answers(x, y):
+        return [(x, "the output equals x: is y loaded and added?"),
+                (y, "the output equals y: is x loaded and added?"),
+                (x + x, "the output is x + x: is the second load reading from x_ptr instead of y_ptr?"),
+                (y + y, "the output is y + y: is the first load reading from y_ptr instead of x_ptr?"),
+                (x - y, "the output is x - y")]
+    return _check_1d(fn, name="vector_add", inputs=inputs, reference=reference, wrong_answers=wrong_answers)
+
+
+# The alphas used by scaled_add: none is 1 or 0, where a forgotten or misplaced alpha would not show.
+_ALPHAS = (2.5, -0.75, 3.0)
+
+
+def scaled_add(fn) -> Passed:
+    """fn(x, y, alpha) -> alpha * x + y for 1-D tensors of any length and a Python float alpha,
+    in one Triton kernel."""
+    def inputs(n, dtype, case):
+        return _randn(n, dtype=dtype), _randn(n, dtype=dtype), _ALPHAS[case % len(_ALPHAS)]
+
+    def reference(x, y, alpha):
+        return (alpha * x.float() + y.float()).to(x.dtype)
+
+    def wrong_answers(x, y, alpha):
+        xf, yf, dt = x.float(), y.float(), x.dtype
+        return [((xf + yf).to(dt), f"this is x + y: alpha (= {alpha}) is never applied."),
+                ((xf + alpha * yf).to(dt), "this is x + alpha * y: alpha scales y; it belongs to x."),
+                ((alpha * (xf + yf)).to(dt), "this is alpha * (x + y): alpha scales the sum; it belongs to x alone."),
+                ((alpha * xf).to(dt), "this is alpha * x: y is never added."),
+                (y, "the output equals y: is alpha * x added to it?")]
+
+    def tol(dtype):
+        # In float16 the kernel may round alpha * x before adding y; allow that one extra rounding.
+        return dict(atol=1e-2, rtol=4e-3) if dtype == torch.float16 else tolerance(dtype)
+    return _check_1d(fn, name="scaled_add", inputs=inputs, reference=reference, wrong_answers=wrong_answers,
+                     tol=tol)
 
 
 def _gelu(v: torch.Tensor) -> torch.Tensor:

@@ -1,0 +1,168 @@
+"""Plain-words hints for the Triton errors a student meets while writing a first kernel.
+
+    hints.explain(exc)   -> a one-sentence hint, or None for an error we have nothing to add to
+    hints.install()      -> in IPython/Jupyter: every traceback of a known error ends with "Hint: ..."
+
+Triton reports mistakes in its own vocabulary ("arange's range must be a power of 2", "Pointer
+argument cannot be accessed from Triton (cpu tensor?)"), and the same mistake reads differently under
+the CPU interpreter and on a GPU. Each rule below matches the text both of them produce.
+"""
+from __future__ import annotations
+
+import os
+
+_NO_GRID = ("a @triton.jit function is launched with a grid, kernel[grid](...), not called like a Python "
+            "function.")
+_RAISE_IN_KERNEL = ("a kernel cannot raise. The interpreter ran this `raise` as Python; on a GPU the "
+                    "kernel would not even compile. Replace the raise with the kernel's body.")
+
+# (text to look for in the error's message or type name, or in those of its cause; the hint).
+# The first match wins, so the specific rules come before the general ones.
+_HINTS = [
+    ("arange's range must be a power of 2",
+     "tl.arange(0, BLOCK) needs a power-of-two BLOCK (64, 128, 256, ...): pick one, or round up with "
+     "triton.next_power_of_2(n), and let the mask switch off the lanes past the end."),
+    ("must be of type tl.constexpr",
+     "a size that shapes a block (BLOCK in tl.arange(0, BLOCK)) must be known when the kernel compiles: "
+     "declare it `BLOCK: tl.constexpr` in the kernel's parameters and pass it at launch (BLOCK=256)."),
+    ("constexpr",
+     "a value that fixes a shape must be a compile-time constant: declare it `NAME: tl.constexpr` in the "
+     "kernel's parameters and pass it as a keyword at launch."),
+    ("cannot be accessed from Triton",
+     "a CPU tensor reached a kernel that runs on the GPU, which cannot read CPU memory: create tensors "
+     "with device=cu.DEVICE, or move them with .to(cu.DEVICE)."),
+    ("unsupported AST node type: Raise",
+     "a kernel cannot raise: Triton compiles the @triton.jit function for the GPU, where there is no "
+     "exception to raise. Remove the `raise` and write the kernel's body."),
+    ("OutOfBounds",
+     "a load or store reached outside its tensor. The interpreter stopped it; on a GPU it would read "
+     "garbage or overwrite other memory without a word. Mask the tail: mask = offsets < n, passed to "
+     "tl.load and tl.store."),
+    ("illegal memory access",
+     "a kernel touched memory outside its tensors (usually an unmasked tail or a grid too large). The GPU "
+     "context is now broken: restart the Python kernel, fix the mask, and let a check replay your kernel "
+     "in the bounds-checking interpreter."),
+    ("object of type 'int' has no len()",
+     "the grid must be a tuple, even in one dimension: kernel[(n_programs,)](...), with the comma."),
+    ("'float' object cannot be interpreted as an integer",
+     "the grid needs whole numbers of programs: triton.cdiv(n, BLOCK), not n / BLOCK."),
+    ("exceeds triton maximum tensor numel",
+     "the block is larger than Triton allows (2**20 elements): keep BLOCK in the hundreds or "
+     "thousands and launch more programs."),
+    ("Unsupported ptr type",
+     "tl.load or tl.store got a number where a pointer belongs: compare the order of the arguments at "
+     "the launch with the order of the kernel's parameters."),
+    ("outside of the scope of a kernel", _NO_GRID),     # on a GPU; the interpreter's is found below
+    ("out of resource",
+     "the block needs more on-chip memory than one SM has: use a smaller BLOCK."),
+]
+
+_TRITON_DIR = os.path.dirname(os.path.abspath(__import__("triton").__file__))
+_COURSE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def _chain(exc: BaseException, depth: int = 3):
+    """exc, then what caused it or was being handled when it was raised, a few levels deep."""
+    seen = []
+    while exc is not None and len(seen) < depth and exc not in seen:
+        seen.append(exc)
+        exc = exc.__cause__ or exc.__context__
+    return seen
+
+
+def _message(exc: BaseException) -> str:
+    # A CompilationError's text quotes the kernel's source (where `tl.constexpr` may well appear):
+    # match its own message only.
+    return f"{type(exc).__name__}: {getattr(exc, 'error_message', None) or exc}"
+
+
+def _frames(exc: BaseException):
+    tb = exc.__traceback__
+    while tb is not None:
+        yield tb.tb_frame
+        tb = tb.tb_next
+
+
+def _in(frame, folder: str) -> bool:
+    return os.path.abspath(frame.f_code.co_filename).startswith(folder)
+
+
+def _raised_in_interpreted_kernel(exc: BaseException) -> bool:
+    """Under TRITON_INTERPRET a `raise` in a kernel runs: it arrives as that very exception, raised
+    while the interpreter ran a program (its context is Triton's InterpreterError), from the kernel's
+    own code. The course's stub NotImplementedError is raised outside any kernel."""
+    ctx = exc.__context__
+    if ctx is None or type(ctx).__name__ != "InterpreterError":
+        return False
+    frames = list(_frames(exc))
+    return bool(frames) and not (_in(frames[-1], _TRITON_DIR) or _in(frames[-1], _COURSE_DIR))
+
+
+def _called_without_grid(exc: BaseException) -> bool:
+    """Under the interpreter `kernel(...)` runs the kernel as a device function, outside any grid,
+    and fails somewhere inside with a message that says nothing useful."""
+    first = next((f for f in _frames(exc) if _in(f, _TRITON_DIR)), None)
+    return (first is not None and first.f_code.co_name == "__call__"
+            and type(first.f_locals.get("self")).__name__ == "InterpretedFunction")
+
+
+def explain(exc: BaseException) -> str | None:
+    """A plain hint for the Triton errors students meet most, or None."""
+    if _raised_in_interpreted_kernel(exc):
+        return _RAISE_IN_KERNEL
+    if _called_without_grid(exc):
+        return _NO_GRID
+    text = " | ".join(_message(e) for e in _chain(exc))
+    for needle, hint in _HINTS:
+        if needle in text:
+            return hint
+    return None
+
+
+# --- IPython: end the traceback of a known error with its hint -----------------------------------------
+_installed_on = []  # the shells whose handler we set
+
+
+def _show_with_hint(shell, etype, value, tb, tb_offset=None):
+    """IPython's custom exception handler: the traceback as usual, then one line of hint."""
+    try:
+        hint = None if "Hint:" in str(value) else explain(value)  # a CheckFailed may carry one already
+    except Exception:  # noqa: BLE001  (a hint must never hide the error itself)
+        hint = None
+    if hint is None:
+        shell.showtraceback((etype, value, tb), tb_offset=tb_offset)
+        return None
+    stb = shell.InteractiveTB.structured_traceback(etype, value, tb, tb_offset=tb_offset)
+    stb = list(stb) + [f"\x1b[1;33mHint:\x1b[0m {hint}"]
+    shell._showtraceback(etype, value, stb)
+    if getattr(shell, "call_pdb", False):
+        shell.debugger(force=True)
+    return stb
+
+
+def install(shell=None) -> bool:
+    """In IPython or Jupyter, end each traceback of a known Triton error with a one-line hint.
+    Returns False (and does nothing) outside IPython. Harmless to call again."""
+    if shell is None:
+        try:
+            from IPython import get_ipython
+        except ImportError:
+            return False
+        shell = get_ipython()
+    if shell is None:
+        return False
+    if shell not in _installed_on:
+        shell.set_custom_exc((Exception,), _show_with_hint)
+        _installed_on.append(shell)
+    return True
+
+
+def uninstall(shell=None) -> None:
+    """Put IPython's own error display back."""
+    if shell is None:
+        from IPython import get_ipython
+        shell = get_ipython()
+    if shell in _installed_on:
+        shell.set_custom_exc((), None)
+        _installed_on.remove(shell)
+

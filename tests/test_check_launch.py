@@ -1,0 +1,124 @@
+"""check.tiny_chain must pass a one-kernel chain and reject the stubs and the realistic wrong kernels
+of lesson 02, with a message that names the cause."""
+import pytest
+import torch
+import triton
+import triton.language as tl
+
+from course_utils import check
+from course_utils.check.launch import N_OPS, SCALE, SHIFT
+
+BLOCK = 256
+STEPS = N_OPS // 2
+
+
+@triton.jit
+def chain_kernel(x_ptr, out_ptr, n, SCALE: tl.constexpr, SHIFT: tl.constexpr, STEPS: tl.constexpr,
+                 ADD_FIRST: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    for _ in tl.static_range(STEPS):
+        if ADD_FIRST:
+            x = (x + SHIFT) * SCALE
+        else:
+            x = x * SCALE + SHIFT
+    tl.store(out_ptr + offs, x, mask=mask)
+
+
+@triton.jit
+def chain_kernel_no_mask(x_ptr, out_ptr, n, SCALE: tl.constexpr, SHIFT: tl.constexpr, STEPS: tl.constexpr,
+                         BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    for _ in tl.static_range(STEPS):
+        x = x * SCALE + SHIFT
+    tl.store(out_ptr + offs, x)
+
+
+@triton.jit
+def chain_kernel_blank(x_ptr, out_ptr, n, SCALE: tl.constexpr, SHIFT: tl.constexpr, STEPS: tl.constexpr,
+                       BLOCK: tl.constexpr):
+    pass  # the student stub as generated
+
+
+@triton.jit
+def one_op_kernel(x_ptr, out_ptr, n, VALUE: tl.constexpr, MULTIPLY: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    tl.store(out_ptr + offs, x * VALUE if MULTIPLY else x + VALUE, mask=mask)
+
+
+def _grid(x):
+    return (triton.cdiv(x.numel(), BLOCK),)
+
+
+def tiny_chain(x, steps=STEPS, add_first=False):
+    out = torch.empty_like(x)
+    chain_kernel[_grid(x)](x, out, x.numel(), SCALE=SCALE, SHIFT=SHIFT, STEPS=steps, ADD_FIRST=add_first,
+                           BLOCK=BLOCK)
+    return out
+
+
+def tiny_chain_stub(x):
+    raise NotImplementedError("launch one kernel for the whole chain")
+
+
+def tiny_chain_blank(x):
+    out = torch.empty_like(x)
+    chain_kernel_blank[_grid(x)](x, out, x.numel(), SCALE=SCALE, SHIFT=SHIFT, STEPS=STEPS, BLOCK=BLOCK)
+    return out
+
+
+def tiny_chain_no_mask(x):
+    out = torch.empty_like(x)
+    chain_kernel_no_mask[_grid(x)](x, out, x.numel(), SCALE=SCALE, SHIFT=SHIFT, STEPS=STEPS, BLOCK=BLOCK)
+    return out
+
+
+def tiny_chain_one_launch_per_op(x):
+    # right values, but each op is its own kernel: 100 launches, every intermediate through memory
+    for _ in range(STEPS):
+        y = torch.empty_like(x)
+        one_op_kernel[_grid(x)](x, y, x.numel(), VALUE=SCALE, MULTIPLY=True, BLOCK=BLOCK)
+        x = torch.empty_like(y)
+        one_op_kernel[_grid(y)](y, x, y.numel(), VALUE=SHIFT, MULTIPLY=False, BLOCK=BLOCK)
+    return x
+
+
+def tiny_chain_in_place(x):
+    chain_kernel[_grid(x)](x, x, x.numel(), SCALE=SCALE, SHIFT=SHIFT, STEPS=STEPS, ADD_FIRST=False, BLOCK=BLOCK)
+    return x
+
+
+def eager_chain(x):
+    for _ in range(STEPS):
+        x = x * SCALE
+        x = x + SHIFT
+    return x
+
+
+def test_accepts_a_one_kernel_chain():
+    r = check.tiny_chain(tiny_chain)
+    assert "✓" in repr(r) and r.traffic.launches == 1 and r.traffic.bytes == 8 * 4096
+
+
+@pytest.mark.parametrize("wrong, message", [
+    (tiny_chain_stub, "still the stub"),
+    (tiny_chain_blank, "never written.*Does the kernel store"),
+    (tiny_chain_no_mask, "Out-of-bounds.*tail masked"),
+    (tiny_chain_one_launch_per_op, "made 100 launches where 1 should do: this is not fused"),
+    (eager_chain, "made 100 launches where 1 should do: this is not fused"),
+    (lambda x: tiny_chain(x, steps=STEPS - 1), "what 49 multiply-add steps give .98 ops.*Check the loop's trip count"),
+    (lambda x: tiny_chain(x, steps=STEPS // 2), "what 25 multiply-add steps give"),
+    (lambda x: tiny_chain(x, steps=N_OPS), "you apply the multiply-add 100 times. The chain is 100 ops"),
+    (lambda x: tiny_chain(x, add_first=True), "add SHIFT before multiplying"),
+    (lambda x: tiny_chain(x, steps=0), "output equals the input"),
+    (tiny_chain_in_place, "changed its input x in place"),
+    (lambda x: None, "returned None"),
+    ("tiny_chain", "takes your function"),
+])
+def test_rejects(wrong, message):
+    with pytest.raises(check.CheckFailed, match=message):
+        check.tiny_chain(wrong)

@@ -1,0 +1,210 @@
+"""hints.explain turns the errors a first kernel runs into into one sentence, and hints.install makes
+IPython print that sentence under the traceback.
+
+The errors are real: launched (in the interpreter on a CPU, compiled and launched on a GPU), and also
+compiled for an sm_90 target by Triton's front end, which needs no GPU, so both spellings of each error
+are covered wherever the tests run. The CPU-tensor error only happens on a GPU: on a CPU its text is
+taken from the installed Triton's launcher source, on a GPU it is made for real."""
+import os
+
+import pytest
+import torch
+import triton
+import triton.language as tl
+
+import course_utils as cu
+from course_utils import _interp, hints
+from course_utils.check import CheckFailed
+
+
+# --- kernels with the classic mistakes ---------------------------------------------------------------
+@triton.jit
+def copy_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask), mask=mask)
+
+
+@triton.jit
+def copy_kernel_runtime_block(x_ptr, out_ptr, n, BLOCK):  # BLOCK lacks tl.constexpr
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask), mask=mask)
+
+
+@triton.jit
+def copy_kernel_no_mask(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs))
+
+
+@triton.jit
+def copy_kernel_that_raises(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    raise NotImplementedError("write the kernel")
+
+
+def error_of(launch):
+    try:
+        launch()
+    except Exception as e:  # noqa: BLE001
+        return e
+    pytest.fail("the launch should have raised")
+
+
+X = torch.randn(1000, device=cu.DEVICE)
+OUT = torch.empty_like(X)
+ON_A_GPU = cu.ON_GPU and not cu.INTERPRET
+
+LAUNCHES = {
+    "non-power-of-2 arange": (lambda: copy_kernel[(4,)](X, OUT, 1000, BLOCK=300), "power-of-two BLOCK"),
+    "missing constexpr": (lambda: copy_kernel_runtime_block[(4,)](X, OUT, 1000, 256), "BLOCK: tl.constexpr"),
+    "raise in a kernel": (lambda: copy_kernel_that_raises[(4,)](X, OUT, 1000, BLOCK=256), "cannot raise"),
+    "grid not a tuple": (lambda: copy_kernel[4](X, OUT, 1000, BLOCK=256), "must be a tuple"),
+    "grid of floats": (lambda: copy_kernel[(1000 / 256,)](X, OUT, 1000, BLOCK=256), "triton.cdiv"),
+    "block too large": (lambda: copy_kernel[(1,)](X, OUT, 1000, BLOCK=2**21), "larger than Triton allows"),
+    "number for a pointer": (lambda: copy_kernel[(4,)](1.5, OUT, 1000, BLOCK=256), "order of the arguments"),
+    "called without a grid": (lambda: copy_kernel(X, OUT, 1000, BLOCK=256), "launched with a grid"),
+}
+
+
+@pytest.mark.parametrize("case", LAUNCHES)
+def test_explains_launch_errors(case):
+    launch, says = LAUNCHES[case]
+    hint = hints.explain(error_of(launch))
+    assert hint is not None and says in hint, hint
+
+
+@pytest.mark.skipif(ON_A_GPU, reason="on a GPU an unmasked store corrupts memory instead of raising")
+def test_explains_out_of_bounds():
+    e = error_of(lambda: copy_kernel_no_mask[(4,)](X, OUT, 1000, BLOCK=256))
+    assert isinstance(e, _interp.OutOfBounds) and "Mask the tail" in hints.explain(e)
+
+
+# --- the same mistakes as a GPU compile reports them -----------------------------------------------
+def _np2(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, offs, mask=offs < n)
+
+
+def _runtime_block(x_ptr, n, BLOCK):
+    offs = tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, offs, mask=offs < n)
+
+
+def _raises(x_ptr, n, BLOCK: tl.constexpr):
+    raise NotImplementedError("write the kernel")
+
+
+def compile_error_for_gpu(fn, block_is_constexpr: bool, block: int = 256):
+    """Compile fn for sm_90 with Triton's front end, which runs on a CPU; return the error."""
+    try:
+        from triton.backends.compiler import GPUTarget
+        from triton.compiler import ASTSource, CompilationError
+        from triton.runtime.jit import JITFunction
+        signature = {"x_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr" if block_is_constexpr else "i32"}
+        src = ASTSource(fn=JITFunction(fn), signature=signature,
+                        constexprs={(2,): block} if block_is_constexpr else {})
+    except (ImportError, TypeError) as e:  # Triton moved its internals: the interpreter tests still run
+        pytest.skip(f"this Triton's compile API differs: {e}")
+    try:
+        triton.compile(src, target=GPUTarget("cuda", 90, 32))
+    except CompilationError as e:
+        return e
+    except Exception as e:  # noqa: BLE001
+        pytest.skip(f"front-end compile unavailable here: {type(e).__name__}: {e}")
+    pytest.fail("the compile should have failed")
+
+
+@pytest.mark.filterwarnings("ignore:TRITON_DEFAULT_FP_FUSION")   # a Triton 3.9 notice about compiling
+@pytest.mark.parametrize("fn, constexpr, block, says", [
+    (_np2, True, 300, "power-of-two BLOCK"),
+    (_runtime_block, False, 256, "BLOCK: tl.constexpr"),
+    (_raises, True, 256, "cannot raise"),
+])
+def test_explains_gpu_compile_errors(fn, constexpr, block, says):
+    hint = hints.explain(compile_error_for_gpu(fn, constexpr, block))
+    assert hint is not None and says in hint, hint
+
+
+# --- the CPU tensor on a GPU machine ----------------------------------------------------------------
+@pytest.mark.skipif(not ON_A_GPU, reason="needs a GPU")
+def test_explains_a_real_cpu_tensor_on_a_gpu():
+    on_cpu = torch.randn(1000)
+    e = error_of(lambda: copy_kernel[(4,)](on_cpu, OUT, 1000, BLOCK=256))
+    assert "device=cu.DEVICE" in hints.explain(e), f"{type(e).__name__}: {e}"
+
+
+def test_the_cpu_tensor_text_is_what_triton_says():
+    """The launcher (C source shipped with Triton, or Python that generates it) holds the text."""
+    root = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia")
+    sources = [os.path.join(root, f) for f in ("driver.c", "driver.py") if os.path.exists(os.path.join(root, f))]
+    if not sources:
+        pytest.skip("this Triton ships no NVIDIA launcher source")
+    assert any("cannot be accessed from Triton" in open(p).read() for p in sources)
+
+
+@pytest.mark.parametrize("text", [
+    "Pointer argument cannot be accessed from Triton (cpu tensor?)",            # Triton 3.4 and later
+    "Pointer argument (at 0) cannot be accessed from Triton (cpu tensor?)",     # earlier releases
+])
+def test_explains_a_cpu_tensor_on_a_gpu(text):
+    assert "device=cu.DEVICE" in hints.explain(ValueError(text))
+
+
+# --- what must not get a hint ------------------------------------------------------------------------
+def test_the_course_stub_gets_no_hint():
+    try:
+        raise NotImplementedError("launch the kernel")
+    except NotImplementedError as e:
+        assert hints.explain(e) is None
+
+
+def test_an_ordinary_error_gets_no_hint():
+    assert hints.explain(KeyError("x")) is None
+    assert hints.explain(ValueError("shapes do not match")) is None
+
+
+def test_a_check_failure_keeps_the_hint_it_carries():
+    from course_utils import check
+
+    def vector_add(x, y):
+        out = torch.empty_like(x)
+        copy_kernel[(4,)](x, out, x.numel(), BLOCK=300)
+        return out
+    with pytest.raises(CheckFailed, match="Hint: tl.arange"):
+        check.vector_add(vector_add)
+
+
+# --- IPython prints the hint under the traceback ---------------------------------------------------
+@pytest.fixture
+def shell():
+    from IPython.testing.globalipapp import get_ipython
+    ip = get_ipython()
+    ip.user_ns.update(copy_kernel=copy_kernel, X=X, OUT=OUT)
+    assert hints.install(ip) and hints.install(ip)  # twice is harmless
+    yield ip
+    hints.uninstall(ip)
+
+
+def test_ipython_shows_the_traceback_then_the_hint(shell, capsys):
+    result = shell.run_cell("copy_kernel[(4,)](X, OUT, 1000, BLOCK=300)")
+    out = capsys.readouterr().out
+    assert not result.success and "power of 2" in str(result.error_in_exec)
+    assert "Traceback" in out or "---" in out          # the usual traceback is still there
+    assert out.rstrip().splitlines()[-1].endswith(hints.explain(result.error_in_exec))
+    assert "Hint:" in out.rstrip().splitlines()[-1]
+
+
+def test_ipython_leaves_other_errors_alone(shell, capsys):
+    result = shell.run_cell("raise ValueError('not a Triton problem')")
+    out = capsys.readouterr().out
+    assert not result.success and "not a Triton problem" in out and "Hint:" not in out
+    result = shell.run_cell("def f(:\n    pass")
+    out = capsys.readouterr().out
+    assert not result.success and "SyntaxError" in out and "Hint:" not in out
+
+
+def test_uninstall_restores_ipython(shell, capsys):
+    hints.uninstall(shell)
+    shell.run_cell("copy_kernel[(4,)](X, OUT, 1000, BLOCK=300)")
+    assert "Hint:" not in capsys.readouterr().out
