@@ -282,15 +282,8 @@ def compare(impls: dict, *, bytes=None, flops=None, title: str = "", plot: bool 
                  f"launch cost: {REFERENCE.launch_source}). Launches and bytes are counted at this run's small size.",
                  "interpreter wall ms: Python executing the kernel on the CPU; meaningless for GPU performance."]
     report = Report(title, rows, columns, notes, measured=gpu)
-    if plot and done and _in_notebook():
+    if plot and done and env.in_notebook():
         report.plot()
     return report
 
 
-def _in_notebook() -> bool:
-    try:
-        from IPython import get_ipython
-    except ImportError:
-        return False
-    ip = get_ipython()
-    return ip is not None and hasattr(ip, "kernel")

@@ -31,6 +31,16 @@ def pick(gpu, cpu):
     return cpu if INTERPRET or not ON_GPU else gpu
 
 
+def in_notebook() -> bool:
+    """True inside a Jupyter kernel (where widgets and inline figures can show)."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    ip = get_ipython()
+    return ip is not None and hasattr(ip, "kernel")
+
+
 def gpu_name() -> str:
     return torch.cuda.get_device_name() if ON_GPU else "none"
 

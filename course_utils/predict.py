@@ -17,6 +17,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import environment as env
+
 _asked: list[str] = []     # keys asked in this process: what scoreboard() shows by default
 
 
@@ -85,15 +87,6 @@ def _log(p: Prediction) -> None:
         pass
 
 
-def _in_kernel() -> bool:
-    try:
-        from IPython import get_ipython
-    except ImportError:
-        return False
-    ip = get_ipython()
-    return ip is not None and hasattr(ip, "kernel")
-
-
 def _interactive(guess) -> bool:
     if guess is not None or os.environ.get("COURSE_HEADLESS", "0") not in ("", "0"):
         return False
@@ -101,7 +94,7 @@ def _interactive(guess) -> bool:
         import ipywidgets  # noqa: F401
     except ImportError:
         return False
-    return _in_kernel()
+    return env.in_notebook()
 
 
 def _reveal(p: Prediction, measure) -> None:
@@ -247,6 +240,6 @@ def scoreboard(keys=None, prefix: str | None = None) -> Scoreboard:
         rows.append({"key": k, "question": e.get("question"), "guess": g, "measured": m,
                      "unit": e.get("unit", ""), "ratio": ratio, "close": close})
     board = Scoreboard(rows)
-    if not _in_kernel():  # a notebook displays the returned board; a script would show nothing
+    if not env.in_notebook():  # a notebook displays the returned board; a script would show nothing
         print(board)
     return board

@@ -115,7 +115,7 @@ def _where(bad: torch.Tensor, what: str) -> str:
     """Describe where the bad elements are: the tail, trailing columns, whole rows, or scattered."""
     n, k = bad.numel(), int(bad.sum())
     if k == n:
-        return f"all {n} elements {what}"
+        return f"all {n} elements {what}" if n > 1 else f"the only element {what.replace('were', 'was').replace('are', 'is')}"
     tail = _tail_run(bad.flatten())
     if tail == k:
         return f"the last {k} element{'s' if k > 1 else ''} {what}"
