@@ -61,6 +61,9 @@ class Prediction:
 
     __repr__ = line
 
+    def _ipython_display_(self):
+        """The reveal already printed (or shows its widget): as a cell's last value, show nothing more."""
+
 
 def _ratio(guess, measured) -> float:
     try:

@@ -1,0 +1,186 @@
+"""check.cos_chain must pass a one-kernel cos chain and reject the blank stub and the ways students
+really get it wrong, with a message that names the cause."""
+import pytest
+import torch
+import triton
+import triton.language as tl
+
+from course_utils import check
+
+BLOCK = 256
+
+
+# --- the right kernel ------------------------------------------------------------------------------
+@triton.jit
+def cos_chain_kernel(x_ptr, out_ptr, n, K: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    v = tl.load(x_ptr + offs, mask=mask).to(tl.float32)
+    for _ in tl.static_range(K):
+        v = tl.cos(v)
+    tl.store(out_ptr + offs, v, mask=mask)
+
+
+def _launch(kernel, x, k, out=None):
+    out = torch.empty_like(x) if out is None else out
+    kernel[(triton.cdiv(x.numel(), BLOCK),)](x, out, x.numel(), K=k, BLOCK=BLOCK)
+    return out
+
+
+def cos_chain(x, k=2):
+    return _launch(cos_chain_kernel, x, k)
+
+
+# --- wrong kernels -----------------------------------------------------------------------------------
+@triton.jit
+def blank_kernel(x_ptr, out_ptr, n, K: tl.constexpr, BLOCK: tl.constexpr):
+    pass  # YOUR CODE HERE: the student stub as generated
+
+
+@triton.jit
+def once_kernel(x_ptr, out_ptr, n, K: tl.constexpr, BLOCK: tl.constexpr):
+    # forgets the loop: one cosine whatever K is
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    v = tl.load(x_ptr + offs, mask=mask).to(tl.float32)
+    tl.store(out_ptr + offs, tl.cos(v), mask=mask)
+
+
+@triton.jit
+def cos_of_x_kernel(x_ptr, out_ptr, n, K: tl.constexpr, BLOCK: tl.constexpr):
+    # loops, but takes the cosine of x every time instead of the previous result
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask).to(tl.float32)
+    v = x
+    for _ in tl.static_range(K):
+        v = tl.cos(x)
+    tl.store(out_ptr + offs, v, mask=mask)
+
+
+@triton.jit
+def off_by_one_kernel(x_ptr, out_ptr, n, K: tl.constexpr, BLOCK: tl.constexpr):
+    # one cosine before the loop and K more inside it
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    v = tl.cos(tl.load(x_ptr + offs, mask=mask).to(tl.float32))
+    for _ in tl.static_range(K):
+        v = tl.cos(v)
+    tl.store(out_ptr + offs, v, mask=mask)
+
+
+@triton.jit
+def no_mask_kernel(x_ptr, out_ptr, n, K: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    v = tl.load(x_ptr + offs).to(tl.float32)
+    for _ in tl.static_range(K):
+        v = tl.cos(v)
+    tl.store(out_ptr + offs, v)
+
+
+@triton.jit
+def fp16_cos_kernel(x_ptr, out_ptr, n, K: tl.constexpr, BLOCK: tl.constexpr):
+    # no conversion to fp32: tl.cos refuses an fp16 input
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    v = tl.load(x_ptr + offs, mask=mask)
+    for _ in tl.static_range(K):
+        v = tl.cos(v)
+    tl.store(out_ptr + offs, v, mask=mask)
+
+
+@triton.jit
+def through_memory_kernel(x_ptr, out_ptr, n, K: tl.constexpr, BLOCK: tl.constexpr):
+    # one launch, but every step is stored to `out` and loaded back: the intermediate still goes to HBM
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    v = tl.load(x_ptr + offs, mask=mask).to(tl.float32)
+    for _ in tl.static_range(K):
+        tl.store(out_ptr + offs, tl.cos(v), mask=mask)
+        v = tl.load(out_ptr + offs, mask=mask).to(tl.float32)
+    tl.store(out_ptr + offs, v, mask=mask)
+
+
+def cos_chain_blank(x, k=2):
+    return _launch(blank_kernel, x, k)
+
+
+def cos_chain_stub(x, k=2):
+    raise NotImplementedError("write the kernel")
+
+
+def cos_chain_k_launches(x, k=2):
+    # correct values, but one kernel per cosine: k launches, the intermediates round-trip through HBM
+    out = x
+    for _ in range(k):
+        out = _launch(cos_chain_kernel, out, 1)
+    return out
+
+
+def cos_chain_once(x, k=2):
+    return _launch(once_kernel, x, k)
+
+
+def cos_chain_cos_of_x(x, k=2):
+    return _launch(cos_of_x_kernel, x, k)
+
+
+def cos_chain_off_by_one(x, k=2):
+    return _launch(off_by_one_kernel, x, k)
+
+
+def cos_chain_ignores_k(x, k=2):
+    return _launch(cos_chain_kernel, x, 2)  # K hard-wired to the default
+
+
+def cos_chain_no_mask(x, k=2):
+    return _launch(no_mask_kernel, x, k)
+
+
+def cos_chain_fp16_cos(x, k=2):
+    return _launch(fp16_cos_kernel, x, k)
+
+
+def cos_chain_through_memory(x, k=2):
+    return _launch(through_memory_kernel, x, k)
+
+
+def cos_chain_in_place(x, k=2):
+    return _launch(cos_chain_kernel, x, k, out=x)
+
+
+def cos_chain_torch(x, k=2):
+    for _ in range(k):
+        x = x.cos()
+    return x
+
+
+# --- tests ---------------------------------------------------------------------------------------------
+def test_cos_chain_accepts_a_fused_kernel():
+    r = check.cos_chain(cos_chain)
+    assert "✓" in repr(r)
+    assert r.traffic.launches == 1 and r.traffic.bytes == 2 * 4 * 4096
+    assert any("k=3" in c for c in r.cases) and any("float16" in c for c in r.cases)
+
+
+@pytest.mark.parametrize("wrong, message", [
+    (cos_chain_stub, "still the stub"),
+    (cos_chain_blank, r"all 1000 elements were never written.*Does the kernel store"),
+    (cos_chain_k_launches, r"with k=2 .*made 2 launches where 1 should do: this is not fused"),
+    (cos_chain_torch, r"with k=2 .*made 2 launches where 1 should do"),
+    (cos_chain_once, r"with k=2 the output is cos\(x\), a single cosine"),
+    (cos_chain_cos_of_x, r"with k=2 the output is cos\(x\), a single cosine.*previous step's result"),
+    (cos_chain_off_by_one, r"with k=1 the output is the cosine applied 2 times.*should run 1"),
+    (cos_chain_ignores_k, r"with k=1 the output is the cosine applied 2 times.*is K=k passed"),
+    (cos_chain_no_mask, r"Out-of-bounds load.*is the tail masked"),
+    (cos_chain_fp16_cos, r"fp16 input with k=1: tl.cos works on fp32"),
+    (cos_chain_through_memory, r"with k=1 .*moved \d+ bytes; the budget is 32768.*intermediate goes to memory"),
+    (cos_chain_in_place, "changed its input x"),
+    (lambda x, k: x, "the output equals the input: no cosine was applied"),
+    (lambda x, k: None, "returned None"),
+    (lambda x, k: cos_chain(x, k).double(), "keep the input's dtype"),
+    ("cos_chain", "takes your function"),
+])
+def test_cos_chain_rejects(wrong, message):
+    with pytest.raises(check.CheckFailed, match=message):
+        check.cos_chain(wrong)
