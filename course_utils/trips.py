@@ -200,7 +200,7 @@ def _shadow_gpu_launches():
     shadows: dict = {}
 
     def run(self, *args, grid, warmup, **kwargs):
-        if not warmup:
+        if not warmup and not _interp.inside_launch():
             shadow = shadows.setdefault(self.fn, InterpretedFunction(self.fn))
             copy = lambda a: a.clone() if isinstance(a, torch.Tensor) else a  # noqa: E731
             with torch.no_grad(), _interp.muted():
@@ -299,7 +299,8 @@ def compile(fn, **options):
         if twin is None:
             twin = torch.compile(fn, backend=_counting_backend(lambda row: _active and _active[-1].kernels.append(row)))
         from torch.utils._python_dispatch import _disable_current_modes
-        with _disable_current_modes():
+        # the twin reports its own row; what Inductor runs while compiling or launching is not counted again
+        with _disable_current_modes(), _interp.muted():
             return twin(*args, **kwargs)
 
     call.__name__ = f"compiled {getattr(fn, '__name__', 'fn')}"

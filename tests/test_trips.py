@@ -100,7 +100,8 @@ def test_out_of_bounds_is_caught_while_counting_on_any_device():
 def test_trips_compile_is_counted_as_the_compiled_graph_not_eager_ops():
     x, y = torch.randn(4096, device=DEVICE), torch.randn(4096, device=DEVICE)
     f = trips.compile(lambda x, y: 2.5 * x + y)
-    assert torch.allclose(f(x, y), 2.5 * x + y)          # outside a count: plain torch.compile
+    # outside a count: plain torch.compile (its fused multiply-add rounds differently near zero)
+    assert torch.allclose(f(x, y), 2.5 * x + y, atol=1e-5)
     t = trips.count(lambda: f(x, y))
     assert t.launches == 1 and t.kernels[0].kind == "inductor"
     assert t.bytes == 3 * 4 * 4096                         # two distinct f32 inputs, one output
