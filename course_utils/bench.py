@@ -115,7 +115,7 @@ def _measure(name: str) -> Ceilings:
     m = 8192
     a = torch.randn(m, m, device="cuda", dtype=dtype)
     b = torch.randn(m, m, device="cuda", dtype=dtype)
-    mm_ms = min(time(lambda: a @ b, warmup=100, rep=300) for _ in range(3))
+    mm_ms = min(time(lambda: a @ b, warmup=1000, rep=300) for _ in range(3))  # clocks ramp for ~1 s
     tflops = 2 * m**3 / mm_ms / 1e9
     del a, b
     torch.cuda.empty_cache()
