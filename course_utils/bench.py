@@ -51,12 +51,22 @@ def on_gpu() -> bool:
     return env.DEVICE == "cuda"
 
 
-def time(fn, *, warmup: int = 25, rep: int = 100) -> float:
+def time(fn, *, warmup: int = 25, rep: int = 100, calls: int = 1) -> float:
     """Median milliseconds per call of fn().
 
     On a GPU: triton.testing.do_bench, which flushes L2 between calls so each one meets cold memory.
     Under the interpreter: the median wall-clock of the Python process. That number says nothing
-    about GPU speed; whatever shows it must say so."""
+    about GPU speed; whatever shows it must say so.
+
+    calls > 1 times that many calls back to back as one run and divides: for tiny kernels, where the
+    cache flush before a lone call gives the CPU a head start that hides its launch cost."""
+    if calls > 1:
+        one = fn
+
+        def fn():
+            for _ in range(calls):
+                one()
+        return time(fn, warmup=warmup, rep=rep) / calls
     if on_gpu():
         import triton.testing
         try:
@@ -89,6 +99,14 @@ def model_ms(bytes: float, launches: int = 1, flops: float = 0, gpu: Ceilings = 
     memory_ms = bytes / (gpu.copy_gbps * 1e6)
     compute_ms = flops / (gpu.matmul_tflops * 1e9)
     return max(memory_ms, compute_ms) + launches * gpu.launch_us / 1e3
+
+
+def model_ms_at(counted, counted_n: int, model_n: int, flops: float = 0, gpu: Ceilings = REFERENCE) -> float:
+    """MODEL time at model_n elements of work whose trips were counted at counted_n elements.
+
+    Bytes grow with the elements, launches do not: counted at the interpreter's small size, the
+    launch term would swamp a model of the GPU-sized problem the lesson is about."""
+    return model_ms(counted.bytes * model_n / counted_n, counted.launches, flops, gpu)
 
 
 # --- ceilings ------------------------------------------------------------------------------------
@@ -222,7 +240,8 @@ def _per(value, name):
     return value
 
 
-def compare(impls: dict, *, bytes=None, flops=None, title: str = "", plot: bool = True) -> Report:
+def compare(impls: dict, *, bytes=None, flops=None, title: str = "", plot: bool = True,
+            size: tuple | None = None) -> Report:
     """Run each implementation (a zero-argument callable) and tabulate how fast it is.
 
     bytes / flops: what each implementation moves and computes, as one number (the minimum the job
@@ -230,6 +249,8 @@ def compare(impls: dict, *, bytes=None, flops=None, title: str = "", plot: bool 
     On a GPU the times are measured. Under the interpreter they cannot be: launches and bytes are
     counted with trips.count and turned into a MODEL of the reference GPU (model_ms); the
     interpreter's own wall-clock is shown too, labelled as meaningless.
+    size=(counted_n, model_n): the interpreter runs counted_n elements; model the GPU at model_n
+    (bytes scale, launches do not). Without it the model is of the small size, launch-dominated.
     An implementation that raises NotImplementedError shows up as "not written yet"."""
     from . import trips
     rows: list[dict] = []
@@ -244,7 +265,8 @@ def compare(impls: dict, *, bytes=None, flops=None, title: str = "", plot: bool 
             else:
                 t = trips.count(fn)
                 row["launches"], row["bytes"] = t.launches, t.bytes
-                row["model ms"] = model_ms(t.bytes, t.launches, _per(flops, name) or 0, REFERENCE)
+                counted_n, model_n = size or (1, 1)
+                row["model ms"] = model_ms_at(t, counted_n, model_n, _per(flops, name) or 0, REFERENCE)
                 row["wall ms"] = _wall_ms(fn, 0, 20)  # trips.count already ran it once
         except NotImplementedError:
             row["status"] = "not written yet"
@@ -279,7 +301,9 @@ def compare(impls: dict, *, bytes=None, flops=None, title: str = "", plot: bool 
         notes = ["No GPU: Triton runs in its CPU interpreter, so nothing here is a GPU measurement.",
                  f"MODEL ms = max(bytes / {REFERENCE.copy_gbps:g} GB/s, FLOPs / {REFERENCE.matmul_tflops:g} TFLOP/s) "
                  f"+ launches x {REFERENCE.launch_us:g} µs, for an {REFERENCE.device} ({REFERENCE.source}; "
-                 f"launch cost: {REFERENCE.launch_source}). Launches and bytes are counted at this run's small size.",
+                 f"launch cost: {REFERENCE.launch_source}). " + (
+                     f"Launches and bytes counted at {size[0]:,} elements; bytes scaled to {size[1]:,}."
+                     if size else "Launches and bytes are counted at this run's small size."),
                  "interpreter wall ms: Python executing the kernel on the CPU; meaningless for GPU performance."]
     report = Report(title, rows, columns, notes, measured=gpu)
     if plot and done and env.in_notebook():

@@ -130,3 +130,31 @@ def test_ceilings_are_cached_per_gpu(monkeypatch, tmp_path):
     assert bench.ceilings() == c and made == ["NVIDIA Test GPU 80GB"]
     bench.ceilings(refresh=True)
     assert len(made) == 2
+
+
+def test_model_at_another_size_scales_bytes_but_not_launches():
+    import torch
+    from course_utils import trips
+    x = torch.randn(4096)
+    t = trips.count(lambda: x.cos().cos())          # 2 launches, 16 bytes per element
+    n = 2**28
+    assert bench.model_ms_at(t, 4096, n) == pytest.approx(bench.model_ms(16 * n, launches=2))
+
+
+def test_compare_models_the_size_it_is_told(monkeypatch):
+    import torch
+    x, y = torch.randn(4096), torch.randn(4096)
+    impls = {"two": lambda: x * 2 + y, "one": lambda: torch.add(y, x, alpha=2)}
+    small = bench.compare(impls, plot=False)
+    big = bench.compare(impls, plot=False, size=(4096, 2**24))
+    # at 4096 elements the launches dominate; at 2**24 the bytes (20 vs 12 per element) do
+    assert big.speedup("one", "two") == pytest.approx(
+        bench.model_ms(20 * 2**24, 2) / bench.model_ms(12 * 2**24, 1))
+    assert small.speedup("one", "two") != pytest.approx(big.speedup("one", "two"))
+    assert "scaled to 16,777,216" in repr(big)
+
+
+def test_time_back_to_back_divides_by_the_calls():
+    calls = []
+    per_call = bench.time(lambda: calls.append(1), calls=7, warmup=0, rep=1)
+    assert per_call >= 0 and len(calls) % 7 == 0
