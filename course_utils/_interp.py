@@ -9,6 +9,7 @@ The same recording is what `trips.count` uses to measure a Triton kernel's HBM t
 from __future__ import annotations
 
 import contextlib
+import sys
 import threading
 from dataclasses import dataclass, field
 
@@ -198,10 +199,13 @@ def _call(self, *args, **kwargs):
     _tls.launch = launch
     _tls.depth = getattr(_tls, "depth", 0) + 1
     try:
-        _orig_call(self, *args, **kwargs)
+        # NumPy warns where a GPU silently gives inf or 0 (exp of a large number): keep notebooks quiet
+        with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
+            _orig_call(self, *args, **kwargs)
     except _itp.InterpreterError as e:
-        if isinstance(e.__cause__, (OutOfBounds, NotImplementedError)):
-            raise e.__cause__ from None  # the student's own error, not a Triton internals trace
+        cause = _root_cause(e)
+        if isinstance(cause, (OutOfBounds, NotImplementedError)):
+            raise cause from None  # the student's own error, not a Triton internals trace
         raise
     finally:
         _tls.launch = prev
@@ -209,6 +213,96 @@ def _call(self, *args, **kwargs):
     if not inside_launch():  # a launch made on the course's behalf (muted) is nobody's traffic
         for listen in list(_listeners):
             listen(launch)
+
+
+def _root_cause(e: BaseException) -> BaseException:
+    """The error under the interpreter's wrappers: each nested @triton.jit call wraps it once more."""
+    while isinstance(e, _itp.InterpreterError) and e.__cause__ is not None:
+        e = e.__cause__
+    return e
+
+
+# --- replaying a compiled kernel's launch (what trips.count and the checkers do on a GPU) -----------
+_interpreted: dict = {}        # python function -> its InterpretedFunction, made once
+
+
+def _interpreted_fn(fn):
+    if fn not in _interpreted:
+        _interpreted[fn] = _itp.InterpretedFunction(fn)
+    return _interpreted[fn]
+
+
+@contextlib.contextmanager
+def _device_calls_interpreted():
+    """Let a replayed kernel call other @triton.jit functions.
+
+    Outside the interpreter (on a GPU), every @triton.jit function is a JITFunction: Triton's own
+    tl.sum, tl.max, tl.sigmoid, tl.softmax, tl.cdiv, tl.argmax, tl.cumsum (jit functions of
+    triton.language.standard) as well as a student's helpers. A compiled kernel inlines them; called
+    from Python, JITFunction refuses ("Cannot call @triton.jit'd outside of the scope of a kernel").
+    During a replay they run as the interpreter's device functions instead."""
+    from triton.runtime.jit import JITFunction
+    original = JITFunction.__call__
+
+    def call(self, *args, **kwargs):
+        return _interpreted_fn(self.fn)(*args, **kwargs)
+
+    JITFunction.__call__ = call
+    try:
+        yield
+    finally:
+        JITFunction.__call__ = original
+
+
+def _language_objects() -> list:
+    """The modules of triton.language and the classes they define: what the interpreter patches."""
+    mods = [m for name, m in list(sys.modules.items())
+            if m is not None and (name == "triton.language" or name.startswith("triton.language."))]
+    classes = {v for m in mods for v in vars(m).values()
+               if isinstance(v, type) and getattr(v, "__module__", "").startswith("triton.language")}
+    return mods + list(classes)
+
+
+@contextlib.contextmanager
+def _language_restored():
+    """Put triton.language back exactly as it was after a replay.
+
+    The interpreter swaps the language's builtins for NumPy versions while it runs. It restores what it
+    patched for the kernel, but each nested device-function call (tl.sum, say) patches triton.language.core
+    again and never restores it (Triton 3.6 to 3.9). Harmless when everything is interpreted; on a GPU the
+    compiler would then meet interpreter builtins in the next kernel it compiles."""
+    saved = [(obj, dict(vars(obj))) for obj in _language_objects()]
+    try:
+        yield
+    finally:
+        for obj, before in saved:
+            now = dict(vars(obj))
+            # New names in a module are the interpreter's own globals, which the rewritten functions it
+            # caches still need; a name new to a class is a patch (tensor.__bool__, say) and goes.
+            for key in (now.keys() - before.keys()) if isinstance(obj, type) else ():
+                with contextlib.suppress(AttributeError, TypeError):
+                    delattr(obj, key)
+            for key, value in before.items():
+                if now.get(key, _MISSING) is not value:
+                    with contextlib.suppress(AttributeError, TypeError):
+                        setattr(obj, key, value)
+
+
+_MISSING = object()
+
+
+def replay(kernel, args, kwargs, grid) -> None:
+    """Run one launch of a compiled kernel (a JITFunction) through this instrumented interpreter.
+
+    The launch runs on copies of its tensor arguments, so the real launch that follows meets them
+    untouched; its loads and stores are bounds-checked and reported to the listeners, as on the CPU.
+    Made on the course's behalf, the copies are nobody's traffic."""
+    copy = lambda a: a.clone() if isinstance(a, torch.Tensor) else a  # noqa: E731
+    with torch.no_grad(), muted():
+        args_copy = [copy(a) for a in args]
+        kwargs_copy = {k: copy(v) for k, v in kwargs.items()}
+    with _language_restored(), _device_calls_interpreted():
+        _interpreted_fn(kernel.fn).run(*args_copy, grid=grid, warmup=False, **kwargs_copy)
 
 
 def install() -> None:

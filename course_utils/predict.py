@@ -29,7 +29,7 @@ class Prediction:
     kind: str                      # "number" or "choice"
     unit: str = ""
     label: str = "measured"
-    fmt: str = "{:.3g}"
+    fmt: str = ""                  # a format for revealed numbers; "" shows 3 significant digits
     guess: object = None
     measured: object = None        # None until revealed
     options: list = field(default_factory=list)
@@ -50,19 +50,50 @@ class Prediction:
             return f"your guess {self._show(self.guess)} · {got} · {verdict}"
         r = self.ratio
         off = f"off by ×{r:.3g}" if math.isfinite(r) else "off by: n/a (needs two positive numbers)"
-        return f"your guess {self._show(self.guess)} · {got} · {off}"
+        return f"your guess {self._show(self.guess, typed=True)} · {got} · {off}"
 
-    def _show(self, v) -> str:
+    def yours(self) -> str:
+        """The guess in words, for a later cell: "your guess: 5 %", or a sentence saying there is none
+        (in a live notebook nothing is committed until someone presses Commit; Run All goes past)."""
+        if self.guess is None:
+            return "no guess committed (type one above, press Commit, then Reveal)"
+        return f"your guess: {self._show(self.guess, typed=True)}"
+
+    def _show(self, v, typed: bool = False) -> str:
         if v is None:
             return "—"
         if self.kind == "choice":
             return str(v)
-        return self.fmt.format(v) + (f" {self.unit}" if self.unit else "")
+        text = _typed(v) if typed else (self.fmt.format(v) if self.fmt else _readable(v))
+        return text + (f" {self.unit}" if self.unit else "")
 
     __repr__ = line
 
     def _ipython_display_(self):
         """The reveal already printed (or shows its widget): as a cell's last value, show nothing more."""
+
+
+def _typed(v) -> str:
+    """A guess as the student typed it: 2000, not 2e+03; 0.25, not 2.5e-01."""
+    v = float(v)
+    text = f"{v:.12g}"
+    if "e" in text and 1e-6 <= abs(v) < 1e16:
+        text = f"{v:.12f}".rstrip("0").rstrip(".")
+    return text
+
+
+def _readable(v) -> str:
+    """A revealed number to 3 significant digits, without an exponent where people write none:
+    717, 0.716, 2,150,000,000."""
+    v = float(v)
+    if not math.isfinite(v) or v == 0:
+        return f"{v:g}"
+    if not 1e-4 <= abs(v) < 1e16:
+        return f"{v:.3g}"
+    rounded = float(f"{v:.3g}")
+    if abs(rounded) >= 1000:
+        return f"{rounded:,.0f}"
+    return _typed(rounded)
 
 
 def _ratio(guess, measured) -> float:
@@ -148,7 +179,7 @@ def _ask(p: Prediction, measure, guess, default, make_input):
 
 
 def number(key: str, question: str, measure, *, unit: str = "", guess=None, default=None,
-           fmt: str = "{:.3g}", label: str = "measured") -> Prediction:
+           fmt: str = "", label: str = "measured") -> Prediction:
     """Ask for a number, then compare it with measure() (a zero-argument callable returning a number).
 
     label: the word shown before the revealed value. Keep "measured" for a measurement; say what it
@@ -210,7 +241,7 @@ def _val(v, unit) -> str:
     if v is None:
         return "—"
     if isinstance(v, (int, float)):
-        return f"{v:.3g}" + (f" {unit}" if unit else "")
+        return _readable(v) + (f" {unit}" if unit else "")
     return str(v)
 
 

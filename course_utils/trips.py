@@ -193,20 +193,14 @@ def _shadow_gpu_launches():
     if INTERPRET:
         yield
         return
-    from triton.runtime.interpreter import InterpretedFunction
     from triton.runtime.jit import JITFunction
 
     original = JITFunction.run
-    shadows: dict = {}
 
     def run(self, *args, grid, warmup, **kwargs):
         if not warmup and not _interp.inside_launch():
-            shadow = shadows.setdefault(self.fn, InterpretedFunction(self.fn))
-            copy = lambda a: a.clone() if isinstance(a, torch.Tensor) else a  # noqa: E731
-            with torch.no_grad(), _interp.muted():
-                args_copy, kwargs_copy = [copy(a) for a in args], {k: copy(v) for k, v in kwargs.items()}
             # the replay's own launch is recorded by the interpreter's listeners, as on the CPU
-            shadow.run(*args_copy, grid=grid, warmup=False, **kwargs_copy)
+            _interp.replay(self, args, kwargs, grid)
         return original(self, *args, grid=grid, warmup=warmup, **kwargs)
 
     JITFunction.run = run

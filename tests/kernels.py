@@ -242,3 +242,187 @@ def bias_gelu_unfused(x, b):
 
 def bias_gelu_stub(x, b):
     raise NotImplementedError("write the fused kernel")
+
+
+# --- kernels that call Triton's standard library (jit functions themselves) and helpers of their own ----
+# On a GPU these are JITFunctions the compiler inlines; the replay behind trips.count must call them.
+@triton.jit
+def _row_sum_kernel(x_ptr, out_ptr, N, stride, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + row * stride + cols, mask=cols < N, other=0.0)
+    tl.store(out_ptr + row, tl.sum(x, axis=0))
+
+
+def row_sum(x):
+    out = torch.empty(x.shape[0], device=x.device, dtype=x.dtype)
+    _row_sum_kernel[(x.shape[0],)](x, out, x.shape[1], x.stride(0), BLOCK=triton.next_power_of_2(x.shape[1]))
+    return out
+
+
+@triton.jit
+def _row_sum_looped_kernel(x_ptr, out_ptr, N, stride, BLOCK: tl.constexpr):
+    # rows wider than one block: tl.cdiv (a jit function too) sets the trip count
+    row = tl.program_id(0)
+    acc = tl.zeros((BLOCK,), dtype=tl.float32)
+    for i in range(0, tl.cdiv(N, BLOCK)):
+        cols = i * BLOCK + tl.arange(0, BLOCK)
+        acc += tl.load(x_ptr + row * stride + cols, mask=cols < N, other=0.0)
+    tl.store(out_ptr + row, tl.sum(acc, axis=0))
+
+
+def row_sum_looped(x, block=32):
+    out = torch.empty(x.shape[0], device=x.device, dtype=x.dtype)
+    _row_sum_looped_kernel[(x.shape[0],)](x, out, x.shape[1], x.stride(0), BLOCK=block)
+    return out
+
+
+@triton.jit
+def _row_softmax_kernel(x_ptr, out_ptr, N, stride, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < N
+    x = tl.load(x_ptr + row * stride + cols, mask=mask, other=-float("inf"))
+    z = x - tl.max(x, axis=0)
+    e = tl.where(mask, tl.exp(z), 0.0)
+    tl.store(out_ptr + row * stride + cols, e / tl.sum(e, axis=0), mask=mask)
+
+
+def row_softmax(x):
+    out = torch.empty_like(x)
+    _row_softmax_kernel[(x.shape[0],)](x, out, x.shape[1], x.stride(0), BLOCK=triton.next_power_of_2(x.shape[1]))
+    return out
+
+
+@triton.jit
+def _row_argmax_kernel(x_ptr, out_ptr, N, stride, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + row * stride + cols, mask=cols < N, other=-float("inf"))
+    tl.store(out_ptr + row, tl.argmax(x, axis=0))
+
+
+def row_argmax(x):
+    out = torch.empty(x.shape[0], device=x.device, dtype=torch.int32)
+    _row_argmax_kernel[(x.shape[0],)](x, out, x.shape[1], x.stride(0), BLOCK=triton.next_power_of_2(x.shape[1]))
+    return out
+
+
+@triton.jit
+def _row_cumsum_kernel(x_ptr, out_ptr, N, stride, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < N
+    x = tl.load(x_ptr + row * stride + cols, mask=mask, other=0.0)
+    tl.store(out_ptr + row * stride + cols, tl.cumsum(x, axis=0), mask=mask)
+
+
+def row_cumsum(x):
+    out = torch.empty_like(x)
+    _row_cumsum_kernel[(x.shape[0],)](x, out, x.shape[1], x.stride(0), BLOCK=triton.next_power_of_2(x.shape[1]))
+    return out
+
+
+@triton.jit
+def _silu_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask).to(tl.float32)
+    tl.store(out_ptr + offs, (x * tl.sigmoid(x)).to(out_ptr.dtype.element_ty), mask=mask)
+
+
+def silu(x):
+    out = torch.empty_like(x)
+    _silu_kernel[(triton.cdiv(x.numel(), BLOCK),)](x, out, x.numel(), BLOCK=BLOCK)
+    return out
+
+
+@triton.jit
+def _gelu_erf(v):
+    return 0.5 * v * (1.0 + tl.erf(v * 0.7071067811865476))
+
+
+@triton.jit
+def _gelu_tanh_by_sigmoid(v):
+    # 0.5·v·(1 + tanh(u)) = v·sigmoid(2u): the tanh approximation written with tl.sigmoid
+    return v * tl.sigmoid(1.5957691216057308 * (v + 0.044715 * v * v * v))
+
+
+@triton.jit
+def _bias_gelu_helper_kernel(x_ptr, b_ptr, out_ptr, N, stride_row, BLOCK_N: tl.constexpr, TANH: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    mask = cols < N
+    v = tl.load(x_ptr + row * stride_row + cols, mask=mask).to(tl.float32) + \
+        tl.load(b_ptr + cols, mask=mask).to(tl.float32)
+    y = _gelu_tanh_by_sigmoid(v) if TANH else _gelu_erf(v)
+    tl.store(out_ptr + row * stride_row + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+def _bias_gelu_helper(x, b, tanh):
+    out = torch.empty_like(x)
+    m, n = x.shape
+    _bias_gelu_helper_kernel[(m, triton.cdiv(n, 128))](x, b, out, n, x.stride(0), BLOCK_N=128, TANH=tanh)
+    return out
+
+
+def bias_gelu_with_helper(x, b):
+    """Right: the exact GELU in a @triton.jit helper of the student's own."""
+    return _bias_gelu_helper(x, b, tanh=False)
+
+
+def bias_gelu_tanh_sigmoid(x, b):
+    """Wrong on purpose: the tanh approximation, through tl.sigmoid."""
+    return _bias_gelu_helper(x, b, tanh=True)
+
+
+@triton.jit
+def _small_matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    # one program, one tile: enough to exercise tl.dot and tl.where in a replay
+    rm, rn, rk = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, BK)
+    a = tl.load(a_ptr + rm[:, None] * K + rk[None, :], mask=(rm[:, None] < M) & (rk[None, :] < K), other=0.0)
+    b = tl.load(b_ptr + rk[:, None] * N + rn[None, :], mask=(rk[:, None] < K) & (rn[None, :] < N), other=0.0)
+    c = tl.dot(a, b)
+    c = tl.where(c > 0, c, 0.0)              # relu, as an epilogue
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], c, mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+def small_matmul_relu(a, b):
+    (m, k), n = a.shape, b.shape[1]
+    c = torch.empty(m, n, device=a.device, dtype=torch.float32)
+    _small_matmul_kernel[(1,)](a, b, c, m, n, k, BM=32, BN=32, BK=32)
+    return c
+
+
+@triton.jit
+def _row_sum_no_mask_kernel(x_ptr, out_ptr, N, stride, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    x = tl.load(x_ptr + row * stride + tl.arange(0, BLOCK))     # no mask: reads past the last row
+    tl.store(out_ptr + row, tl.sum(x, axis=0))
+
+
+def row_sum_no_mask(x):
+    out = torch.empty(x.shape[0], device=x.device, dtype=x.dtype)
+    _row_sum_no_mask_kernel[(x.shape[0],)](x, out, x.shape[1], x.stride(0), BLOCK=triton.next_power_of_2(x.shape[1]))
+    return out
+
+
+def _references():
+    """name -> (kernel wrapper, reference, input maker): the standard-library cases shared by the tests."""
+    import torch.nn.functional as F
+    rows = lambda dev: (torch.randn(6, 100, device=dev),)  # noqa: E731  (100: not a power of two)
+    return {
+        "tl.sum": (row_sum, lambda x: x.sum(1), rows),
+        "tl.cdiv + tl.sum, looped": (row_sum_looped, lambda x: x.sum(1), rows),
+        "tl.max + tl.sum + tl.where": (row_softmax, lambda x: torch.softmax(x, 1), rows),
+        "tl.argmax": (row_argmax, lambda x: x.argmax(1).to(torch.int32), rows),
+        "tl.cumsum": (row_cumsum, lambda x: x.cumsum(1), rows),
+        "tl.sigmoid": (silu, F.silu, lambda dev: (torch.randn(1000, device=dev),)),
+        "own @triton.jit helper": (bias_gelu_with_helper, lambda x, b: F.gelu(x + b),
+                                   lambda dev: (torch.randn(5, 300, device=dev), torch.randn(300, device=dev))),
+        "tl.dot + tl.where": (small_matmul_relu, lambda a, b: torch.relu(a @ b),
+                              lambda dev: (torch.randn(20, 24, device=dev), torch.randn(24, 30, device=dev))),
+    }
+
+
+STANDARD_LIBRARY = _references()

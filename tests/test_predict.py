@@ -89,3 +89,23 @@ def test_the_widgets_lock_on_commit_and_measure_on_reveal(monkeypatch):
     assert p.guess == 4.0 and w["entry"].disabled and not w["reveal"].disabled and not measured
     w["reveal"].click()
     assert p.measured == 8.0 and measured == [1] and p.ratio == 2.0
+
+
+def test_a_guess_shows_as_typed_and_a_measurement_without_an_exponent(capsys):
+    p = predict.number("t.typed", "q", lambda: 2147483648, unit="B", default=2000)
+    assert "your guess 2000 B · measured 2,150,000,000 B" in capsys.readouterr().out
+    assert p.yours() == "your guess: 2000 B"
+    assert predict._typed(0.00001) == "0.00001" and predict._typed(2.5) == "2.5"
+    assert predict._readable(0.716) == "0.716" and predict._readable(717.3) == "717"
+
+
+def test_a_later_cell_can_always_print_the_guess(monkeypatch):
+    """Live, Run All passes the widgets with nothing committed: the guess is None, and saying so
+    must not raise (f"{p.guess:g}" did, in lesson 03)."""
+    pytest.importorskip("ipywidgets")
+    monkeypatch.setattr(predict, "_interactive", lambda guess: True)
+    import IPython.display
+    monkeypatch.setattr(IPython.display, "display", lambda *a, **k: None)
+    p = predict.number("w.none", "q", lambda: 1.0, unit="%", default=5.0)
+    assert p.guess is None and "no guess committed" in p.yours()
+    assert "not revealed yet" in p.line()

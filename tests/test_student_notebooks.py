@@ -11,13 +11,14 @@ cell really raises; this test does.
 Each notebook gets its own test class so that `pytest -n 2 --dist loadscope` spreads them over workers.
 """
 import importlib.util
-import os
 import re
 import sys
 from pathlib import Path
 
 import nbformat
 import pytest
+
+import nbrun
 
 ROOT = Path(__file__).resolve().parent.parent
 _spec = importlib.util.spec_from_file_location("course_generate", ROOT / "tools" / "generate.py")
@@ -28,7 +29,6 @@ if not hasattr(gen, "student_notebook"):
 # The exception names a `check` cell may end with: checkers raise course_utils.check.CheckFailed,
 # a subclass of AssertionError. Add a name here only for another AssertionError subclass.
 CHECK_FAILURES = {"AssertionError", "CheckFailed"}
-CELL_TIMEOUT = 300  # seconds
 
 
 def _notebooks(*folders):
@@ -39,25 +39,10 @@ STUDENT = _notebooks("notebooks", "labs")
 SOLUTIONS = _notebooks("solutions", "solutions/labs")
 
 
-# --- running a notebook in a kernel of this very Python ----------------------------------------------
 def execute(path: Path):
-    """Run the notebook at `path` (cwd: its folder), errors allowed; return the executed notebook."""
-    from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
-    from jupyter_client.manager import KernelManager
-    from nbclient import NotebookClient
-
-    env = {"COURSE_HEADLESS": "1", "MPLBACKEND": os.environ.get("MPLBACKEND", "Agg"),
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-
-    class CurrentEnv(KernelSpecManager):
-        def get_kernel_spec(self, kernel_name):
-            return KernelSpec(argv=[sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-                              display_name="course (current env)", language="python", env=env)
-
+    """Run the notebook headless, errors allowed; return the executed notebook."""
     nb = nbformat.read(path, as_version=4)
-    km = KernelManager(kernel_name="course-current-env", kernel_spec_manager=CurrentEnv())
-    NotebookClient(nb, km=km, timeout=CELL_TIMEOUT, startup_timeout=120, allow_errors=True,
-                   record_timing=False, resources={"metadata": {"path": str(path.parent)}}).execute()
+    nb.cells = nbrun.execute(path, headless=True)[0]
     return nb
 
 

@@ -105,3 +105,16 @@ def test_trips_compile_is_counted_as_the_compiled_graph_not_eager_ops():
     t = trips.count(lambda: f(x, y))
     assert t.launches == 1 and t.kernels[0].kind == "inductor"
     assert t.bytes == 3 * 4 * 4096                         # two distinct f32 inputs, one output
+
+
+@pytest.mark.parametrize("name", list(k.STANDARD_LIBRARY))
+def test_counts_kernels_that_call_the_standard_library(name):
+    """tl.sum, tl.sigmoid, a helper of one's own, tl.dot...: counted like any kernel (the GPU path of
+    the same is in test_replay.py and test_gpu.py)."""
+    fn, ref, make = k.STANDARD_LIBRARY[name]
+    args = make(DEVICE)
+    t = trips.count(fn, *args)
+    assert t.launches == 1 and t.kernels[0].kind == "triton"
+    assert t.bytes_read == sum(a.numel() * a.element_size() for a in args)
+    assert t.bytes_written == t.result.numel() * t.result.element_size()
+    assert torch.allclose(t.result.float(), ref(*args).float(), atol=1e-2, rtol=1e-2)

@@ -1,0 +1,54 @@
+"""Only on a GPU (skipped elsewhere): trips.count and the checkers on compiled kernels that use Triton's
+standard library, helpers of their own, tl.dot and tl.where. Run on the H100 by the course's GPU run;
+its result is recorded in docs/gpu-results/. tests/test_replay.py covers the same path on a CPU."""
+import pytest
+import torch
+
+import course_utils as cu
+from course_utils import _interp, check, trips
+import kernels as k
+
+pytestmark = pytest.mark.skipif(not (cu.ON_GPU and not cu.INTERPRET), reason="needs a GPU (Triton compiling)")
+
+
+def _close(got, want):
+    # tl.dot on float32 runs in tf32 on the tensor cores by default: about 3 decimal digits
+    return torch.allclose(got.float(), want.float(), atol=5e-2, rtol=2e-2)
+
+
+@pytest.mark.parametrize("name", list(k.STANDARD_LIBRARY))
+def test_counts_standard_library_kernels_on_the_gpu(name):
+    fn, ref, make = k.STANDARD_LIBRARY[name]
+    args = make("cuda")
+    t = trips.count(fn, *args)
+    assert t.launches == 1 and t.kernels[0].kind == "triton"
+    assert t.bytes_read == sum(a.numel() * a.element_size() for a in args)
+    assert t.bytes_written == t.result.numel() * t.result.element_size()
+    assert t.result.is_cuda and _close(t.result, ref(*args))     # the real launch ran, and is right
+
+
+def test_a_kernel_compiled_after_a_replay_is_still_right():
+    """A replay must leave triton.language as the compiler expects it: count one reduction, then
+    compile and run fresh kernels that use the same builtins."""
+    x = torch.randn(33, 300, device="cuda")
+    trips.count(k.row_softmax, x)
+    before = {id(v) for o in _interp._language_objects() for v in vars(o).values()}
+    assert _close(k.row_sum_looped(x, block=64), x.sum(1))            # a new BLOCK: a new compilation
+    assert _close(k.row_cumsum(x[:, :200].contiguous()), x[:, :200].cumsum(1))
+    assert before == {id(v) for o in _interp._language_objects() for v in vars(o).values()}
+
+
+def test_out_of_bounds_in_a_reduction_is_caught_before_the_gpu_runs_it():
+    with pytest.raises(_interp.OutOfBounds, match="elements 300..327"):
+        trips.count(k.row_sum_no_mask, torch.randn(3, 100, device="cuda"))
+
+
+def test_bias_gelu_checker_accepts_a_helper_and_rejects_tanh_by_diagnosis():
+    assert "bias_gelu" in repr(check.bias_gelu(k.bias_gelu_with_helper))
+    with pytest.raises(check.CheckFailed, match="tanh approximation"):
+        check.bias_gelu(k.bias_gelu_tanh_sigmoid)
+
+
+def test_vector_add_checker_names_the_missing_mask_on_the_gpu():
+    with pytest.raises(check.CheckFailed, match="Out-of-bounds load"):
+        check.vector_add(k.vector_add_no_mask)

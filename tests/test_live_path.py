@@ -1,0 +1,81 @@
+"""The live path: Kernel → Restart and Run All in a kernel like JupyterLab's, with nobody at the widgets.
+
+`./course test` runs every notebook headless (COURSE_HEADLESS=1), where a prediction takes its default
+at once. A student or an instructor runs them live: the predict widgets are displayed and wait for a
+click, and Run All goes past them with no guess committed. Every solution notebook must survive that,
+twice over in one kernel with the same result, and every student notebook up to its first stub."""
+import re
+from pathlib import Path
+
+import pytest
+
+import nbrun
+
+ROOT = nbrun.ROOT
+SOLUTIONS = [p for d in ("solutions", "solutions/labs") for p in sorted((ROOT / d).glob("*.ipynb"))]
+STUDENT = [p for d in ("notebooks", "labs") for p in sorted((ROOT / d).glob("*.ipynb"))]
+WIDGET = "application/vnd.jupyter.widget-view+json"
+
+
+def errors(cells) -> list[str]:
+    out = []
+    for i, c in enumerate(cells):
+        for o in c.get("outputs", []):
+            if o.output_type == "error" and "raises-exception" not in c.metadata.get("tags", []):
+                first = next((ln for ln in c.source.split("\n") if ln.strip()), "")[:70]
+                out.append(f"cell {i} ({first!r}): {o.ename}: {o.evalue.strip()[:300]}")
+    return out
+
+
+def texts(cells) -> list[str]:
+    """What each cell printed, with numbers masked: timings differ between runs, the rest must not."""
+    out = []
+    for c in cells:
+        text = ""
+        for o in c.get("outputs", []):
+            if o.output_type == "stream":
+                text += o.text
+            elif o.output_type in ("execute_result", "display_data"):
+                data = o.get("data", {})
+                text += "[widget]" if WIDGET in data else "[image]" if "image/png" in data else data.get("text/plain", "")
+        # a table's column widths follow its numbers: mask the numbers, then the padding
+        out.append(re.sub(r"[ \t]+", " ", re.sub(r"\d[\d,.]*(e[+-]?\d+)?", "#", text)))
+    return out
+
+
+class _LiveSolution:
+    notebook: Path
+
+    def test_run_all_twice_live(self, tmp_path):
+        first, second = nbrun.execute(self.notebook, headless=False, passes=2, predictions=tmp_path / "p.jsonl")
+        name = self.notebook.relative_to(ROOT)
+        assert not errors(first), f"{name}, live Run All:\n  " + "\n  ".join(errors(first))
+        assert not errors(second), f"{name}, Run All again in the same kernel:\n  " + "\n  ".join(errors(second))
+        if any("predict." in c.source for c in first):
+            assert any(WIDGET in o.get("data", {}) for c in first for o in c.get("outputs", [])), \
+                f"{name}: no widget was displayed on the live path"
+        diff = [(i, a, b) for i, (a, b) in enumerate(zip(texts(first), texts(second))) if a != b]
+        assert not diff, f"{name}: a second Run All printed something else:\n" + "\n".join(
+            f"  cell {i}:\n    first:  {a[:300]!r}\n    second: {b[:300]!r}" for i, a, b in diff[:3])
+
+
+class _LiveStudent:
+    notebook: Path
+
+    def test_live_up_to_the_first_stub(self, tmp_path):
+        (cells,) = nbrun.execute(self.notebook, headless=False, predictions=tmp_path / "p.jsonl",
+                                 stop_before=lambda c: "stub" in c.metadata.get("tags", []))
+        assert not errors(cells), f"{self.notebook.relative_to(ROOT)}:\n  " + "\n  ".join(errors(cells))
+
+
+for _p in SOLUTIONS:
+    _n = "TestLive_" + re.sub(r"\W", "_", _p.relative_to(ROOT).with_suffix("").as_posix())
+    globals()[_n] = type(_n, (_LiveSolution,), {"notebook": _p})
+for _p in STUDENT:
+    _n = "TestLive_" + re.sub(r"\W", "_", _p.relative_to(ROOT).with_suffix("").as_posix())
+    globals()[_n] = type(_n, (_LiveStudent,), {"notebook": _p})
+
+
+def test_there_are_notebooks_to_run():
+    if not SOLUTIONS:
+        pytest.skip("no solution notebooks yet")
