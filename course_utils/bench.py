@@ -19,6 +19,7 @@ from pathlib import Path
 
 import torch
 
+from . import capability, progress
 from . import environment as env
 
 
@@ -122,19 +123,24 @@ def _cache_file(name: str) -> Path:
 def _measure(name: str) -> Ceilings:
     free, _ = torch.cuda.mem_get_info()
     n = 2**28 if free > 4 * 2**30 else 2**26  # 1 GiB of fp32 per buffer, less on a small card
-    src = torch.randn(n, device="cuda")
-    dst = torch.empty_like(src)
-    # a ceiling is the best the card sustains: warm the clocks up, keep the best of three medians
-    copy_ms = min(time(lambda: dst.copy_(src), warmup=100, rep=200) for _ in range(3))
-    copy_gbps = 2 * src.nbytes / copy_ms / 1e6
-    del src, dst
-    # bf16 where the tensor cores take it; sm_7x cards (a T4) only do fp16
-    dtype = torch.bfloat16 if torch.cuda.get_device_capability() >= (8, 0) else torch.float16
     m = 8192
-    a = torch.randn(m, m, device="cuda", dtype=dtype)
-    b = torch.randn(m, m, device="cuda", dtype=dtype)
-    mm_ms = min(time(lambda: a @ b, warmup=1000, rep=300) for _ in range(3))  # clocks ramp for ~1 s
-    tflops = 2 * m**3 / mm_ms / 1e9
+    dtype = torch.bfloat16 if capability.plan().bf16 else torch.float16   # a T4 has no bf16
+    copy_runs, mm_runs = [], []
+    # a ceiling is the best the card sustains: warm the clocks up, keep the best of three medians
+    for step in progress.steps(["copy"] * 3 + ["matmul"] * 3, "measuring this GPU's ceilings (once, then cached)"):
+        if step == "copy":
+            if not copy_runs:
+                src = torch.randn(n, device="cuda")
+                dst = torch.empty_like(src)
+            copy_runs.append(time(lambda: dst.copy_(src), warmup=100, rep=200))
+        else:
+            if not mm_runs:
+                del src, dst
+                a = torch.randn(m, m, device="cuda", dtype=dtype)
+                b = torch.randn(m, m, device="cuda", dtype=dtype)
+            mm_runs.append(time(lambda: a @ b, warmup=1000, rep=300))  # clocks ramp for ~1 s
+    copy_gbps = 2 * n * 4 / min(copy_runs) / 1e6
+    tflops = 2 * m**3 / min(mm_runs) / 1e9
     del a, b
     torch.cuda.empty_cache()
     day = datetime.date.today().isoformat()
@@ -256,7 +262,7 @@ def compare(impls: dict, *, bytes=None, flops=None, title: str = "", plot: bool 
     rows: list[dict] = []
     gpu = on_gpu()
     c = ceilings() if gpu else REFERENCE
-    for name, fn in impls.items():
+    for name, fn in progress.steps(impls.items(), title or "timing", show=lambda item: item[0]):
         row = {"impl": name, "status": "ok"}
         rows.append(row)
         try:

@@ -41,6 +41,18 @@ def in_notebook() -> bool:
     return ip is not None and hasattr(ip, "kernel")
 
 
+def live() -> bool:
+    """A person is at this notebook: a Jupyter kernel, ipywidgets installed, and not COURSE_HEADLESS
+    (which tests and the GPU run set). Widgets that wait for a click are shown only then."""
+    if os.environ.get("COURSE_HEADLESS", "0") not in ("", "0"):
+        return False
+    try:
+        import ipywidgets  # noqa: F401
+    except ImportError:
+        return False
+    return in_notebook()
+
+
 def gpu_name() -> str:
     return torch.cuda.get_device_name() if ON_GPU else "none"
 
@@ -62,10 +74,12 @@ def traps() -> list[str]:
                      "and shows a labelled model of GPU time.")
         notes.append("Under the interpreter tl.dot on bf16 is not faithful and libdevice.tanh is missing: "
                      "the CPU checks use fp16/fp32.")
-    cc = compute_capability()
-    if cc is not None and cc < (8, 0):
-        notes.append(f"This GPU is sm_{cc[0]}{cc[1]} (e.g. Colab's T4): no bf16 in Triton, and tl.dot runs "
-                     "without tensor cores (Triton >= 3.3 dropped them before sm_80). Use fp16/fp32.")
+    # What a GPU other than the course's H100 changes (a T4: no bf16, no tensor cores in tl.dot, ...)
+    # is decided in capability, which builds on this module: hence the import here, not at the top.
+    from . import capability
+    plan = capability.plan()
+    if plan.cc is not None and plan.changes:
+        notes.append(plan.note)
     if ON_GPU and INTERPRET:
         notes.append("A GPU is present but TRITON_INTERPRET is set: kernels run on the CPU interpreter.")
     return notes

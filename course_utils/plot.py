@@ -9,7 +9,21 @@ import numpy as np
 import matplotlib.pyplot as plt
 
 
+# Readable from the back of a classroom: text a size or two above matplotlib's defaults. Set on import
+# and again for every figure drawn here (Jupyter's inline backend applies its own settings on start-up).
+PROJECTOR = {"font.size": 13, "axes.titlesize": 14, "axes.labelsize": 13, "xtick.labelsize": 12,
+             "ytick.labelsize": 12, "legend.fontsize": 11, "lines.linewidth": 2.0, "lines.markersize": 6}
+
+
+def style() -> None:
+    plt.rcParams.update(PROJECTOR)
+
+
+style()
+
+
 def _axes(ax, size=(6.4, 4.2)):
+    style()
     if ax is None:
         _, ax = plt.subplots(figsize=size, layout="constrained")
     return ax
@@ -32,16 +46,16 @@ def roofline(ceilings, points=(), ax=None):
     ax.axvline(ridge, color="gray", ls=":", lw=1)
     bottom = lo * slope / 2
     ax.annotate(f"ridge: {ridge:.0f} FLOP/byte", xy=(ridge, bottom), xytext=(4, 6), textcoords="offset points",
-                fontsize=9, color="dimgray")
+                fontsize="small", color="dimgray")
     mid = (lo * ridge) ** 0.5
-    ax.text(mid, mid * slope * 1.8, f"memory: {ceilings.copy_gbps:,.0f} GB/s", fontsize=9, ha="right")
-    ax.text(ridge * 1.2, roof * 1.25, f"compute: {roof:,.0f} TFLOP/s", fontsize=9)
+    ax.text(mid, mid * slope * 1.8, f"memory: {ceilings.copy_gbps:,.0f} GB/s", fontsize="small", ha="right")
+    ax.text(ridge * 1.2, roof * 1.25, f"compute: {roof:,.0f} TFLOP/s", fontsize="small")
     style = dict(marker="o", ls="none", ms=8)
     if not ceilings.measured:  # hollow dots: modelled points, not measurements
         style.update(mfc="none", mew=2)
     for label, fpb, tf in placed:
         ax.plot([fpb], [tf], **style)
-        ax.annotate(label, (fpb, tf), xytext=(6, -12), textcoords="offset points", fontsize=9)
+        ax.annotate(label, (fpb, tf), xytext=(6, -12), textcoords="offset points", fontsize="small")
     ax.set_ylim(bottom, roof * 3)
     ax.set_xlabel("arithmetic intensity (FLOP per byte moved to or from HBM)")
     ax.set_ylabel("TFLOP/s")
@@ -52,7 +66,7 @@ def roofline(ceilings, points=(), ax=None):
     if off:
         names = ", ".join(p[0] for p in off)
         ax.annotate(f"not drawn (no FLOPs, so no place on a log axis): {names}", xy=(0, 0),
-                    xycoords="axes fraction", xytext=(0, -42), textcoords="offset points", fontsize=8)
+                    xycoords="axes fraction", xytext=(0, -42), textcoords="offset points", fontsize="x-small")
     ax.grid(True, which="major", alpha=0.3)
     return ax
 
@@ -76,7 +90,7 @@ def bars(report_or_dict, *, ax=None, ylabel=None, title=None):
     for b, v in zip(bars_, values):
         text = "not written yet" if v is None else f"{v:.3g}"
         ax.annotate(text, (b.get_x() + b.get_width() / 2, b.get_height()), ha="center", va="bottom",
-                    xytext=(0, 2), textcoords="offset points", fontsize=9)
+                    xytext=(0, 2), textcoords="offset points", fontsize="small")
     ax.set_ylabel(ylabel or "")
     if not measured:
         title = (title + ": " if title else "") + "MODEL, not measured"

@@ -122,13 +122,7 @@ def _log(p: Prediction) -> None:
 
 
 def _interactive(guess) -> bool:
-    if guess is not None or os.environ.get("COURSE_HEADLESS", "0") not in ("", "0"):
-        return False
-    try:
-        import ipywidgets  # noqa: F401
-    except ImportError:
-        return False
-    return env.in_notebook()
+    return guess is None and env.live()
 
 
 def _reveal(p: Prediction, measure) -> None:

@@ -22,6 +22,7 @@ import json
 import os
 import re
 import tempfile
+import warnings
 from dataclasses import dataclass, field
 
 import torch
@@ -204,16 +205,19 @@ def record(fn, *, label: str = "", warmup: int = 3) -> Timeline:
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-        for name in ("timeline: first call, not kept", MARK):
-            with record_function(name):
-                fn()
-            torch.cuda.synchronize()   # the kept call starts on an idle GPU
-    with tempfile.TemporaryDirectory() as d:
-        path = os.path.join(d, "trace.json")
-        prof.export_chrome_trace(path)
-        return from_chrome_trace(path, label=label, after=MARK,
-                                 source=f"recorded with torch.profiler on {env.gpu_name()}")
+    with warnings.catch_warnings():
+        # the profiler warns that it "clears events at the end of each cycle": true, and no concern here
+        warnings.simplefilter("ignore", UserWarning)
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            for name in ("timeline: first call, not kept", MARK):
+                with record_function(name):
+                    fn()
+                torch.cuda.synchronize()   # the kept call starts on an idle GPU
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "trace.json")
+            prof.export_chrome_trace(path)
+            return from_chrome_trace(path, label=label, after=MARK,
+                                     source=f"recorded with torch.profiler on {env.gpu_name()}")
 
 
 # --- drawing -----------------------------------------------------------------------------------------
@@ -266,9 +270,9 @@ def draw(timelines, ax=None, title: str | None = None):
         ylabels += [f"{_short(name, 24)}\nGPU kernels", "CPU launches"]
         note = (f"{tl.count} kernel{'s' if tl.count != 1 else ''} · busy {tl.busy_us:.1f} µs · idle {tl.gap_us:.1f} µs"
                 + (f" · mean gap {tl.mean_gap_us:.2f} µs" if tl.count > 1 else ""))
-        ax.text(1.0, y + 1.3, note, transform=ax.get_yaxis_transform(), ha="right", va="bottom", fontsize=8)
+        ax.text(1.0, y + 1.3, note, transform=ax.get_yaxis_transform(), ha="right", va="bottom", fontsize="small")
     ax.set_yticks(yticks)
-    ax.set_yticklabels(ylabels, fontsize=8)
+    ax.set_yticklabels(ylabels, fontsize="small")
     ax.set_ylim(-0.3, _ROW * len(rows))
     ax.set_xlabel("time (µs) from the first event")
     ax.set_xlim(left=0)
@@ -278,13 +282,13 @@ def draw(timelines, ax=None, title: str | None = None):
         title = "Kernel timeline" + (f", {source}" if source else "")
     if not measured:
         title = "NOT MEASURED (synthetic events): " + title
-    ax.set_title(title, fontsize=10)
+    ax.set_title(title, fontsize="medium")
     handles = [Patch(facecolor=c, label=_short(n, 48)) for n, c in list(colors.items())[:6]]
     if len(colors) > 6:
         handles.append(Patch(facecolor="white", label=f"… {len(colors) - 6} more kernel names"))
     handles += [Patch(facecolor="#f4cccc", label="GPU idle between kernels"),
                 Patch(facecolor="#999999", label="CPU call that submits work")]
-    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=3, fontsize=8, frameon=False)
+    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=3, fontsize="small", frameon=False)
     ax.grid(True, axis="x", alpha=0.3)
     return ax
 
@@ -313,14 +317,14 @@ def schematic(counts, ax=None):
         yticks += [y + 0.4, y + 1.07]
         ylabels += [f"{_short(name, 24)}\nGPU (schematic)", "CPU launches"]
         ax.text(1.0, y + 1.3, f"{n} launch{'es' if n != 1 else ''} counted by trips.count", ha="right",
-                va="bottom", fontsize=8, transform=ax.get_yaxis_transform())
+                va="bottom", fontsize="small", transform=ax.get_yaxis_transform())
     ax.set_yticks(yticks)
-    ax.set_yticklabels(ylabels, fontsize=8)
+    ax.set_yticklabels(ylabels, fontsize="small")
     ax.set_xticks([])
     ax.set_xlim(left=0)
     ax.set_ylim(-0.3, _ROW * len(rows))
     ax.set_xlabel("order of events →  (SCHEMATIC: not to scale, no times; nothing was timed without a GPU)")
-    ax.set_title("SCHEMATIC, not a measurement: the launch sequence counted on the CPU interpreter", fontsize=10)
+    ax.set_title("SCHEMATIC, not a measurement: the launch sequence counted on the CPU interpreter", fontsize="medium")
     return ax
 
 

@@ -183,13 +183,16 @@ def test_every_stubbed_cell_compiles():
 def test_check_mode_on_a_scratch_copy(tmp_path, monkeypatch):
     """--check fails on a missing student file and on outputs in a solution; generating fixes the first."""
     (tmp_path / "solutions").mkdir()
+    (tmp_path / "pyproject.toml").write_text('[project]\nversion = "0.1.0"\n'
+                                             '[project.urls]\nRepository = "https://github.com/o/r"\n')
     nb = new_notebook(cells=[cell(WRAPPER)])
     nbformat.write(nb, tmp_path / "solutions" / "01_x.ipynb")
     monkeypatch.setattr(gen, "ROOT", tmp_path)
     assert gen.main(["--check"]) == 1
     assert gen.main([]) == 0 and (tmp_path / "notebooks" / "01_x.ipynb").exists()
     assert gen.main(["--check"]) == 0
-    nb.cells[0].outputs = [nbformat.v4.new_output("stream", name="stdout", text="hi\n")]
+    nb = nbformat.read(tmp_path / "solutions" / "01_x.ipynb", as_version=4)  # now with its Colab cells
+    nb.cells[-1].outputs = [nbformat.v4.new_output("stream", name="stdout", text="hi\n")]
     nbformat.write(nb, tmp_path / "solutions" / "01_x.ipynb")
     assert gen.main(["--check"]) == 1
     assert gen.main(["--strip"]) == 0 and gen.main(["--check"]) == 0

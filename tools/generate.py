@@ -9,6 +9,12 @@
 Sources and targets:   solutions/NN_name.ipynb -> notebooks/NN_name.ipynb
                        solutions/labs/X.ipynb  -> labs/X.ipynb
 
+Every notebook, solution and student version alike, opens with two cells the generator owns (cell ids
+`colab-badge` and `colab-install`): an "Open in Colab" badge for that very notebook, and a cell that on
+Colab, and only there, installs the course. Both pin the release tag v<project.version> of the GitHub
+repository named in pyproject.toml ([project.urls] Repository). Generating inserts or refreshes them
+in the solution notebooks too; --check fails where they are missing or stale.
+
 The rules, in code cells of a solution notebook:
   * The solution sits between a line `### BEGIN SOLUTION` (or `### BEGIN SOLUTION: hint text`) and a
     line `### END SOLUTION`, both at the indentation of the code. The student gets a stub there:
@@ -34,6 +40,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10: pytest, in the test extra, brings tomli
+    import tomli as tomllib
 
 ROOT = Path(__file__).resolve().parent.parent
 # (source folder, target folder), relative to the repository root
@@ -217,11 +228,6 @@ def targets() -> list[tuple[Path, Path]]:
     return pairs
 
 
-def generate_text(src: Path) -> str:
-    nb = nbformat.read(src, as_version=4)
-    return to_text(student_notebook(nb, str(src.relative_to(ROOT))))
-
-
 def has_outputs(nb) -> bool:
     return any(c.cell_type == "code" and (c.get("outputs") or c.get("execution_count") is not None)
                for c in nb.cells)
@@ -244,6 +250,74 @@ def strip(nb) -> bool:
     return changed
 
 
+# --- Colab: the two cells every notebook opens with ------------------------------------------------
+COLAB_IDS = ("colab-badge", "colab-install")
+COLAB_BADGE = """\
+[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/{repo}/blob/{ref}/{path})
+
+On Colab, pick a GPU first (Runtime > Change runtime type > T4 GPU), then run the next cell: it
+installs the course at release {ref}. Anywhere else that cell does nothing."""
+COLAB_INSTALL = """\
+# Colab only: install this notebook's release of the course. Anywhere else this cell does nothing.
+import sys
+
+if "google.colab" in sys.modules:
+    import importlib.metadata
+    import subprocess
+
+    # --no-deps: Colab already has every package the lessons import. Without it pip would leave Colab's
+    # CUDA torch and triton alone only while they meet pyproject's lower bounds, would add JupyterLab,
+    # and would upgrade Colab's ipywidgets 7 to 8, which Colab's own widget manager is not built for.
+    pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
+                          "feed-the-beast @ git+https://github.com/{repo}@{ref}"],
+                         capture_output=True, text=True)
+    if pip.returncode:
+        raise RuntimeError("installing the course failed:\\n" + pip.stderr)
+    importlib.invalidate_caches()  # so that the next cell's `import course_utils` finds it
+    if int(importlib.metadata.version("ipywidgets").split(".")[0]) >= 8:
+        # ipywidgets 8 (a newer Colab, or installed by hand) needs Colab's custom widget manager
+        from google.colab import output
+        output.enable_custom_widget_manager()"""
+
+
+@dataclass(frozen=True)
+class Release:
+    repo: str  # owner/name on GitHub
+    ref: str   # the tag every notebook pins: v<project.version>, never a moving branch
+
+
+def release() -> Release:
+    """The repository and tag the Colab cells point to, from pyproject.toml."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    url = project.get("urls", {}).get("Repository", "")
+    m = re.fullmatch(r"https://github\.com/([\w.-]+/[\w.-]+?)(?:\.git)?/?", url)
+    if not m:
+        raise SourceError(f"pyproject.toml: [project.urls] Repository must be a GitHub repository, not {url!r}")
+    return Release(m[1], f"v{project['version']}")
+
+
+def colab_cells(pin: Release, path: str) -> list:
+    """The badge and install cells of the notebook at `path` (relative to the repository root)."""
+    badge = nbformat.v4.new_markdown_cell(COLAB_BADGE.format(repo=pin.repo, ref=pin.ref, path=path))
+    install = nbformat.v4.new_code_cell(COLAB_INSTALL.format(repo=pin.repo, ref=pin.ref))
+    badge.id, install.id = COLAB_IDS
+    return [badge, install]
+
+
+def with_colab_cells(nb, pin: Release, path: str):
+    """`nb`, changed in place: its Colab cells first and current, any older copies dropped."""
+    nb.cells = colab_cells(pin, path) + [c for c in nb.cells if c.get("id") not in COLAB_IDS]
+    return nb
+
+
+def render(src: Path, dst: Path, pin: Release) -> tuple[str, str]:
+    """The text of the solution notebook `src` with current Colab cells, and of its student version."""
+    name = src.relative_to(ROOT).as_posix()
+    solution = with_colab_cells(nbformat.read(src, as_version=4), pin, name)
+    student = with_colab_cells(student_notebook(solution, name), pin, dst.relative_to(ROOT).as_posix())
+    return to_text(solution), to_text(student)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     mode = ap.add_mutually_exclusive_group()
@@ -260,22 +334,34 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"stripped {rel(src)}")
         return 0
 
+    try:
+        pin = release()
+    except SourceError as err:
+        print(err, file=sys.stderr)
+        return 1
     problems, expected = [], set()
     for src, dst in targets():
         expected.add(dst)
         try:
-            text = generate_text(src)
+            solution, text = render(src, dst, pin)
         except SourceError as err:
             problems.append(f"{rel(src)}: {err}")
             continue
         if args.check:
             if has_outputs(nbformat.read(src, as_version=4)):
                 problems.append(f"{rel(src)} was saved with outputs: run `python tools/generate.py --strip`")
+            if src.read_text(encoding="utf-8") != solution:
+                problems.append(f"{rel(src)}: its Colab cells are missing or out of date (release {pin.ref})")
             if not dst.exists():
                 problems.append(f"{rel(dst)} is missing")
             elif dst.read_text(encoding="utf-8") != text:
                 problems.append(f"{rel(dst)} is out of date")
-        elif not dst.exists() or dst.read_text(encoding="utf-8") != text:
+            continue
+        # The solution is read and written back at once: others may be editing its other cells.
+        if src.read_text(encoding="utf-8") != solution:
+            src.write_text(solution, encoding="utf-8")
+            print(f"wrote the Colab cells of {rel(src)}")
+        if not dst.exists() or dst.read_text(encoding="utf-8") != text:
             dst.parent.mkdir(parents=True, exist_ok=True)
             dst.write_text(text, encoding="utf-8")
             print(f"wrote {rel(dst)}")

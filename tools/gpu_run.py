@@ -4,6 +4,8 @@ docs/gpu-results/<gpu>.md.
 
     python3 tools/gpu_run.py                        every solution notebook (solutions/, solutions/labs/)
     python3 tools/gpu_run.py 03 solutions/05_x.ipynb  those named (a path, a file name, or its start)
+    python3 tools/gpu_run.py --tests                 the test suite (pytest tests), then every notebook
+    python3 tools/gpu_run.py --tests-only            the test suite alone
     options: --out DIR (default $OUT, else build/gpu-run)  --timeout SECONDS per cell (300)  --fresh
 
 Each notebook runs in a fresh kernel of this very Python (no kernelspec needs installing), with its
@@ -25,6 +27,7 @@ import datetime as dt
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -146,6 +149,51 @@ def running_cell(nb) -> int | str:
     return "?"
 
 
+# --- the test suite ---------------------------------------------------------------------------------
+TESTS = "tests (pytest)"
+
+
+def run_tests(out: Path) -> tuple[str, float, str]:
+    """Run `pytest tests` as `./course test` would on this machine (the browser test aside: no
+    JupyterLab here); return (status, seconds, report body). GPU-only tests run only here."""
+    import xml.etree.ElementTree as ET
+    junit = out / "pytest-junit.xml"
+    env = dict(os.environ, COURSE_HEADLESS="1", MPLBACKEND="Agg", PYTHONHASHSEED="0",
+               PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    cmd = [sys.executable, "-m", "pytest", "tests", "-q", "-rfE", "-m", "not browser", f"--junitxml={junit}"]
+    t0 = time.perf_counter()
+    done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
+    seconds = time.perf_counter() - t0
+    (out / "pytest.log").write_text(done.stdout + done.stderr, encoding="utf-8")
+    summary = next((ln.strip("= ") for ln in reversed(done.stdout.splitlines()) if " in " in ln), "no summary")
+    lines = [f"`{shlex.join(['python3', '-m'] + cmd[2:-1])}`: **{summary}**", ""]
+    try:
+        cases = ET.parse(junit).getroot().iter("testcase")
+    except (OSError, ET.ParseError):
+        cases = []
+    gpu_only, failed = [], []
+    for c in cases:
+        verdict = "skipped" if c.find("skipped") is not None else "FAILED" if (
+            c.find("failure") is not None or c.find("error") is not None) else "passed"
+        name = f"{c.get('classname', '').replace('tests.', '')}::{c.get('name')}"
+        if "test_gpu" in name:
+            gpu_only.append(f"- {verdict}: {name}")
+        if verdict == "FAILED":
+            bad = c.find("failure") if c.find("failure") is not None else c.find("error")
+            failed.append(f"- {name}: {(bad.get('message') or '').strip()[:300]}")
+    if gpu_only:
+        lines += ["The GPU-only tests (tests/test_gpu.py):", ""] + gpu_only + [""]
+    if failed:
+        lines += ["Failures:", ""] + failed + [""]
+    status = "ok" if done.returncode == 0 else f"failed (pytest exit {done.returncode})"
+    return status, seconds, "\n".join(lines)
+
+
+def tests_section(status: str, seconds: float, body: str, date: str) -> str:
+    return (f"<!-- section: {TESTS} | {status} | {seconds:.1f} | {date} -->\n## {TESTS}\n\n"
+            f"**{status}** in {seconds:.1f} s (run {date})\n\n{body}\n<!-- end section -->\n")
+
+
 # --- the report -------------------------------------------------------------------------------------
 def trim(text: str) -> str:
     lines = text.rstrip("\n").split("\n")
@@ -232,6 +280,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--results", type=Path, default=ROOT / "docs" / "gpu-results", help="the reports' folder")
     ap.add_argument("--timeout", type=int, default=300, help="seconds per cell")
     ap.add_argument("--fresh", action="store_true", help="drop sections of notebooks not run this time")
+    ap.add_argument("--tests", action="store_true", help="run the test suite first and report it too")
+    ap.add_argument("--tests-only", action="store_true", help="run the test suite and no notebook")
     args = ap.parse_args(argv)
     try:
         import ipykernel  # noqa: F401
@@ -239,7 +289,7 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError as e:
         sys.exit(f"gpu_run: {e}. Install the test extra, or carry the wheels of tools/gpu_wheels.sh.")
 
-    paths = resolve(args.notebooks)
+    paths = [] if args.tests_only else resolve(args.notebooks)
     info = machine()
     info["date"] = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     name = slug(info.get("device", "unknown"))
@@ -251,6 +301,12 @@ def main(argv: list[str] | None = None) -> int:
 
     import nbformat
     failed = 0
+    if args.tests or args.tests_only:
+        print("  pytest tests ...", end=" ", flush=True)
+        status, seconds, body = run_tests(args.out)
+        print(f"{status} ({seconds:.1f} s)", flush=True)
+        failed += status != "ok"
+        sections[TESTS] = (status, f"{seconds:.1f}", info["date"], tests_section(status, seconds, body, info["date"]))
     with zipfile.ZipFile(args.out / f"executed-{name}.zip", "w", zipfile.ZIP_DEFLATED) as zf:
         for path in paths:
             rel = path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else path.name
@@ -261,6 +317,7 @@ def main(argv: list[str] | None = None) -> int:
             sections[rel] = (status, f"{seconds:.1f}", info["date"], section(rel, nb, status, seconds, info["date"]))
             zf.writestr(rel, nbformat.writes(nb))
     order = {p.relative_to(ROOT).as_posix(): i for i, p in enumerate(all_notebooks())}
+    order[TESTS] = -1   # the test suite first
     sections = dict(sorted(sections.items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0])))
     report_path.write_text(report(info, sections), encoding="utf-8")
     if args.out.resolve() != args.results.resolve():

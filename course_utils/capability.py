@@ -1,0 +1,142 @@
+"""What this GPU gets: one place decides the dtypes, tensor cores, Hopper-only paths and matmul tiles.
+
+The course was measured on an H100 (sm_90). Colab's free GPU is a T4 (sm_75), and other machines sit
+in between, so a lesson asks here instead of assuming an H100:
+
+    p = capability.plan()           # this machine (the interpreter plan when there is no GPU)
+    p = capability.plan((7, 5))     # any compute capability, e.g. to see what a T4 gets
+    p.low_dtype()                   # torch.float16 on every GPU; bf16 only if asked and supported
+    p.matmul_tiles                  # Tile(BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages), biggest first
+    p.note                          # one line: what changes here compared with the H100
+
+Layering: this module builds on `environment` alone, and `environment` imports it only inside
+`traps()`, when both are loaded.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from . import environment as env
+
+KIB = 1024
+
+# Shared memory one thread block may use (the opt-in maximum), by compute capability. Sources: the
+# CUDA C++ Programming Guide, "Technical Specifications per Compute Capability" (maximum shared memory
+# per thread block) and its per-architecture shared-memory sections, and NVIDIA's tuning guides:
+# Turing 64 KB; A100 164 KB carve-out less 1 KB reserved for the system = 163 KB; GA10x (sm_86) and Ada
+# (sm_89) 100 KB less 1 KB = 99 KB; Hopper 228 KB less 1 KB = 227 KB. On an H100, torch's
+# shared_memory_per_block_optin and Triton's max_shared_mem both read 232448 B = 227 KiB.
+SMEM_PER_BLOCK = {(7, 5): 64 * KIB, (8, 0): 163 * KIB, (8, 6): 99 * KIB, (8, 9): 99 * KIB, (9, 0): 227 * KIB}
+# Any other GPU gets what every CUDA device grants a block without opting in (same guide): tiles
+# that fit anywhere, rather than a guess.
+PORTABLE_SMEM = 48 * KIB
+REFERENCE_CC = (9, 0)   # the H100 every number in the course was measured on
+SMALLEST_CC = (7, 5)    # the T4, the smallest GPU the course supports: the interpreter plans for it
+_NAMES = {(7, 5): "T4", (8, 0): "A100", (8, 6): "RTX 30xx / A10", (8, 9): "L4 / RTX 40xx", (9, 0): "H100"}  # examples
+
+
+@dataclass(frozen=True)
+class Tile:
+    """One matmul configuration: the meta-parameters a Triton matmul kernel is launched with."""
+    BLOCK_M: int
+    BLOCK_N: int
+    BLOCK_K: int
+    num_warps: int
+    num_stages: int
+
+    def smem_bytes(self, elem_bytes: int = 2) -> int:
+        """Shared memory the software pipeline holds: num_stages copies of an A tile (BLOCK_M x BLOCK_K)
+        and a B tile (BLOCK_K x BLOCK_N). On an H100 with Triton 3.6 this was exactly what Triton
+        allocated for every candidate below (less for the 2-stage one), and tiles needing 240 and
+        256 KiB failed to launch. Other GPUs were not run: their tiles keep >= 16 KiB of headroom."""
+        return self.num_stages * (self.BLOCK_M * self.BLOCK_K + self.BLOCK_K * self.BLOCK_N) * elem_bytes
+
+    def config(self):
+        """As a triton.Config, for @triton.autotune(configs=[...])."""
+        import triton
+        return triton.Config({"BLOCK_M": self.BLOCK_M, "BLOCK_N": self.BLOCK_N, "BLOCK_K": self.BLOCK_K},
+                             num_warps=self.num_warps, num_stages=self.num_stages)
+
+
+# Candidates, biggest first; the fp16 footprint of each is in the comment (KiB). A GPU gets those that
+# fit its shared memory: an H100 all of them, a T4 the last five.
+CANDIDATES = (
+    Tile(128, 256, 64, 8, 4),  # 192
+    Tile(128, 256, 64, 8, 3),  # 144
+    Tile(128, 128, 64, 8, 4),  # 128
+    Tile(64, 256, 32, 4, 4),   # 80
+    Tile(128, 128, 32, 4, 3),  # 48
+    Tile(128, 64, 32, 4, 4),   # 48
+    Tile(64, 128, 32, 4, 3),   # 36
+    Tile(64, 64, 32, 4, 3),    # 24
+    Tile(32, 64, 32, 2, 2),    # 12
+)
+
+
+def tiles_that_fit(smem: int, elem_bytes: int = 2) -> tuple[Tile, ...]:
+    return tuple(t for t in CANDIDATES if t.smem_bytes(elem_bytes) <= smem)
+
+
+@dataclass(frozen=True)
+class Plan:
+    cc: tuple[int, int] | None       # None: no GPU, Triton's CPU interpreter
+    dtypes: tuple[torch.dtype, ...]  # what lessons may use here
+    bf16: bool                       # Triton compiles bf16 from sm_80 on
+    tensor_cores: bool               # tl.dot on tensor cores: sm_80 on (Triton >= 3.3 dropped them before)
+    hopper_paths: bool               # TMA copies and warp-group MMA (wgmma): sm_90 on
+    smem_per_block: int | None       # bytes; None on the interpreter, which has no limit
+    matmul_tiles: tuple[Tile, ...]   # fit smem_per_block with fp16 operands, biggest first
+    changes: tuple[str, ...]         # what differs from the H100, in plain words
+    note: str                        # one line: which GPU this is, and those changes
+
+    def low_dtype(self, bf16: bool = False) -> torch.dtype:
+        """The low-precision dtype a lesson should use: fp16, which every GPU and Colab's T4 compile.
+        bf16=True asks for bf16, granted only where Triton can compile it."""
+        return torch.bfloat16 if bf16 and self.bf16 else torch.float16
+
+    def tiles(self, dtype: torch.dtype = torch.float16) -> tuple[Tile, ...]:
+        """The matmul tiles that fit this GPU for operands of `dtype` (fp32 ones take twice the room)."""
+        elem = torch.finfo(dtype).bits // 8
+        return tiles_that_fit(self.smem_per_block or SMEM_PER_BLOCK[SMALLEST_CC], elem)
+
+
+def current_cc() -> tuple[int, int] | None:
+    """This machine's compute capability, or None when kernels run in the interpreter (no GPU, or
+    TRITON_INTERPRET set on a GPU machine)."""
+    return env.compute_capability() if env.DEVICE == "cuda" else None
+
+
+def plan(cc: tuple[int, int] | None | str = "current") -> Plan:
+    """What a GPU of compute capability `cc` gets. The default is this machine; None is the interpreter."""
+    if cc == "current":
+        cc = current_cc()
+    gpu = cc is not None
+    cc = tuple(cc) if gpu else None
+    bf16 = gpu and cc >= (8, 0)  # the interpreter's bf16 tl.dot is not faithful either
+    tensor_cores = gpu and cc >= (8, 0)
+    hopper = gpu and cc >= REFERENCE_CC
+    smem = SMEM_PER_BLOCK.get(cc, PORTABLE_SMEM) if gpu else None
+    tiles = tiles_that_fit(smem or SMEM_PER_BLOCK[SMALLEST_CC])
+
+    changes = []
+    if not bf16:
+        changes.append("fp16/fp32 only, no bf16")
+    if not tensor_cores:
+        changes.append("tl.dot without tensor cores")
+    if not gpu:
+        changes.append("matmul tiles sized for a T4")
+    elif cc not in SMEM_PER_BLOCK:
+        changes.append(f"matmul tiles for the portable {PORTABLE_SMEM // KIB} KiB of shared memory "
+                       "(this GPU is not in the course's table)")
+    elif smem < SMEM_PER_BLOCK[REFERENCE_CC]:
+        changes.append(f"smaller matmul tiles ({smem // KIB} KiB shared memory per block vs 227)")
+    if not hopper:
+        changes.append("no Hopper-only paths (TMA, wgmma)")
+    who = "Triton's CPU interpreter (no GPU)" if not gpu else f"{_NAMES.get(cc, 'this GPU')} (sm_{cc[0]}{cc[1]})"
+    note = (f"{who}, unlike the course's H100: " + "; ".join(changes) if changes
+            else f"{who}: nothing changes from the H100 the course was measured on")
+    return Plan(cc=cc, dtypes=(torch.float32, torch.float16) + ((torch.bfloat16,) if bf16 else ()),
+                bf16=bf16, tensor_cores=tensor_cores, hopper_paths=hopper, smem_per_block=smem,
+                matmul_tiles=tiles, changes=tuple(changes), note=note)

@@ -1,0 +1,138 @@
+"""course_utils.capability: what each GPU gets, with the compute capability faked, so every plan is
+tested on a CPU. None is the interpreter (no GPU)."""
+import ast
+from pathlib import Path
+
+import pytest
+import torch
+
+from course_utils import capability, environment
+
+KIB = 1024
+T4, A100, SM86, SM89, H100 = (7, 5), (8, 0), (8, 6), (8, 9), (9, 0)
+ALL = [T4, A100, SM86, SM89, H100, None]
+
+# cc: (bf16, tensor cores, Hopper-only paths, shared memory per block in KiB)
+EXPECTED = {
+    T4: (False, False, False, 64),
+    A100: (True, True, False, 163),
+    SM86: (True, True, False, 99),
+    SM89: (True, True, False, 99),
+    H100: (True, True, True, 227),
+    None: (False, False, False, None),
+}
+
+
+@pytest.mark.parametrize("cc", ALL, ids=str)
+def test_what_each_gpu_gets(cc):
+    p = capability.plan(cc)
+    bf16, tensor_cores, hopper, smem_kib = EXPECTED[cc]
+    assert (p.bf16, p.tensor_cores, p.hopper_paths) == (bf16, tensor_cores, hopper)
+    assert p.smem_per_block == (smem_kib * KIB if smem_kib else None)
+    assert p.dtypes == ((torch.float32, torch.float16, torch.bfloat16) if bf16 else (torch.float32, torch.float16))
+    assert p.cc == cc
+
+
+@pytest.mark.parametrize("cc", ALL, ids=str)
+def test_every_tile_fits_the_shared_memory(cc):
+    p = capability.plan(cc)
+    limit = p.smem_per_block or 64 * KIB  # the interpreter plans for the smallest GPU, a T4
+    assert p.matmul_tiles, "no matmul tile fits"
+    for t in p.matmul_tiles:
+        assert t.smem_bytes(2) <= limit, f"{t} needs {t.smem_bytes(2)} B of shared memory; {cc} has {limit}"
+    for t in p.tiles(torch.float32):
+        assert t.smem_bytes(4) <= limit
+    assert len(p.tiles(torch.float32)) < len(p.matmul_tiles)  # fp32 operands take twice the room
+
+
+def test_tile_footprint_is_stages_times_both_operand_tiles():
+    t = capability.Tile(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, num_warps=8, num_stages=3)
+    assert t.smem_bytes(2) == 3 * (128 * 64 + 64 * 256) * 2 == 144 * KIB
+
+
+def test_a_t4_gets_smaller_tiles_than_an_h100():
+    t4, h100 = capability.plan(T4).matmul_tiles, capability.plan(H100).matmul_tiles
+    biggest = max(h100, key=lambda t: t.smem_bytes())
+    assert t4 and biggest not in t4
+    assert set(t4) < set(h100)
+    assert max(t.smem_bytes() for t in t4) < biggest.smem_bytes()
+
+
+def test_bigger_shared_memory_never_gets_fewer_tiles():
+    counts = [len(capability.plan(cc).matmul_tiles) for cc in (T4, SM86, A100, H100)]
+    assert counts == sorted(counts) and counts[0] < counts[-1]
+
+
+@pytest.mark.parametrize("cc", ALL, ids=str)
+def test_lessons_get_fp16_unless_they_ask_for_bf16(cc):
+    p = capability.plan(cc)
+    assert p.low_dtype() == torch.float16
+    assert p.low_dtype(bf16=True) == (torch.bfloat16 if p.bf16 else torch.float16)
+
+
+def test_a_t4_never_gets_bf16():
+    p = capability.plan(T4)
+    assert torch.bfloat16 not in p.dtypes
+    assert p.low_dtype(bf16=True) == p.low_dtype() == torch.float16
+
+
+def test_the_t4_note_says_what_changes_in_one_line():
+    note = capability.plan(T4).note
+    assert note.startswith("T4 (sm_75), unlike the course's H100: ") and "\n" not in note
+    for words in ("no bf16", "without tensor cores", "smaller matmul tiles", "no Hopper-only paths"):
+        assert words in note
+
+
+@pytest.mark.parametrize("cc, words", [
+    (A100, ["A100 (sm_80)", "163 KiB", "no Hopper-only paths"]),
+    (SM86, ["(sm_86)", "99 KiB", "no Hopper-only paths"]),
+    (SM89, ["(sm_89)", "99 KiB"]),
+    (None, ["interpreter", "no bf16", "without tensor cores"]),
+], ids=str)
+def test_notes_of_the_other_gpus(cc, words):
+    p = capability.plan(cc)
+    assert all(w in p.note for w in words), p.note
+    assert "bf16" not in p.note or not p.bf16
+
+
+def test_an_h100_changes_nothing():
+    p = capability.plan(H100)
+    assert p.changes == () and "nothing changes" in p.note and "\n" not in p.note
+
+
+def test_an_unknown_gpu_gets_tiles_that_fit_anywhere():
+    p = capability.plan((12, 0))
+    assert p.smem_per_block == 48 * KIB and "not in the course's table" in p.note
+    assert all(t.smem_bytes() <= 48 * KIB for t in p.matmul_tiles)
+
+
+def test_the_default_is_this_machine(monkeypatch):
+    monkeypatch.setattr(capability, "current_cc", lambda: T4)
+    assert capability.plan() == capability.plan(T4)
+    monkeypatch.setattr(capability, "current_cc", lambda: None)
+    assert capability.plan() == capability.plan(None)
+
+
+def test_traps_reuse_the_plan(monkeypatch):
+    monkeypatch.setattr(capability, "current_cc", lambda: T4)
+    assert capability.plan(T4).note in environment.traps()
+    monkeypatch.setattr(capability, "current_cc", lambda: H100)
+    assert not any("sm_90" in n for n in environment.traps())
+
+
+def test_a_tile_becomes_a_triton_config():
+    c = capability.Tile(64, 128, 32, 4, 3).config()
+    assert c.kwargs == {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 32}
+    assert (c.num_warps, c.num_stages) == (4, 3)
+
+
+def test_layering_capability_builds_on_environment_alone():
+    """capability may import environment; environment may reach capability only inside a function."""
+    here = Path(capability.__file__).parent
+
+    def course_imports(tree):
+        return {a.name for n in tree if isinstance(n, ast.ImportFrom) and n.level == 1 for a in n.names} | \
+               {n.module for n in tree if isinstance(n, ast.ImportFrom) and n.level == 1 and n.module}
+    assert course_imports(ast.walk(ast.parse((here / "capability.py").read_text()))) == {"environment"}
+    top_level = ast.parse((here / "environment.py").read_text()).body
+    assert "capability" not in course_imports(top_level)
