@@ -5,7 +5,7 @@ docs/gpu-results/<gpu>.md.
     python3 tools/gpu_run.py                        every solution notebook (solutions/, solutions/labs/)
     python3 tools/gpu_run.py 03 solutions/05_x.ipynb  those named (a path, a file name, or its start)
     python3 tools/gpu_run.py --tests                 the test suite (pytest tests), then every notebook
-    python3 tools/gpu_run.py --tests-only            the test suite alone
+    python3 tools/gpu_run.py --tests-only --select "tests/test_gpu.py"   a part of the test suite alone
     options: --out DIR (default $OUT, else build/gpu-run)  --timeout SECONDS per cell (300)  --fresh
 
 Each notebook runs in a fresh kernel of this very Python (no kernelspec needs installing), with its
@@ -150,17 +150,14 @@ def running_cell(nb) -> int | str:
 
 
 # --- the test suite ---------------------------------------------------------------------------------
-TESTS = "tests (pytest)"
-
-
-def run_tests(out: Path) -> tuple[str, float, str]:
+def run_tests(out: Path, selection: list[str]) -> tuple[str, float, str]:
     """Run `pytest tests` as `./course test` would on this machine (the browser test aside: no
     JupyterLab here); return (status, seconds, report body). GPU-only tests run only here."""
     import xml.etree.ElementTree as ET
     junit = out / "pytest-junit.xml"
     env = dict(os.environ, COURSE_HEADLESS="1", MPLBACKEND="Agg", PYTHONHASHSEED="0",
                PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
-    cmd = [sys.executable, "-m", "pytest", "tests", "-q", "-rfE", "-m", "not browser", f"--junitxml={junit}"]
+    cmd = [sys.executable, "-m", "pytest", *selection, "-q", "-rfE", "-m", "not browser", f"--junitxml={junit}"]
     t0 = time.perf_counter()
     done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
     seconds = time.perf_counter() - t0
@@ -189,8 +186,12 @@ def run_tests(out: Path) -> tuple[str, float, str]:
     return status, seconds, "\n".join(lines)
 
 
-def tests_section(status: str, seconds: float, body: str, date: str) -> str:
-    return (f"<!-- section: {TESTS} | {status} | {seconds:.1f} | {date} -->\n## {TESTS}\n\n"
+def tests_name(selection: list[str]) -> str:
+    return f"pytest {' '.join(selection)}".replace("|", "/")
+
+
+def tests_section(name: str, status: str, seconds: float, body: str, date: str) -> str:
+    return (f"<!-- section: {name} | {status} | {seconds:.1f} | {date} -->\n## {name}\n\n"
             f"**{status}** in {seconds:.1f} s (run {date})\n\n{body}\n<!-- end section -->\n")
 
 
@@ -282,6 +283,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--fresh", action="store_true", help="drop sections of notebooks not run this time")
     ap.add_argument("--tests", action="store_true", help="run the test suite first and report it too")
     ap.add_argument("--tests-only", action="store_true", help="run the test suite and no notebook")
+    ap.add_argument("--select", default="tests", help="what pytest runs, e.g. \"tests -k 'not TestLive'\" "
+                    "(default: tests); each selection is a section of its own")
     args = ap.parse_args(argv)
     try:
         import ipykernel  # noqa: F401
@@ -302,11 +305,13 @@ def main(argv: list[str] | None = None) -> int:
     import nbformat
     failed = 0
     if args.tests or args.tests_only:
-        print("  pytest tests ...", end=" ", flush=True)
-        status, seconds, body = run_tests(args.out)
+        selection = shlex.split(args.select)
+        run = tests_name(selection)
+        print(f"  {run} ...", end=" ", flush=True)
+        status, seconds, body = run_tests(args.out, selection)
         print(f"{status} ({seconds:.1f} s)", flush=True)
         failed += status != "ok"
-        sections[TESTS] = (status, f"{seconds:.1f}", info["date"], tests_section(status, seconds, body, info["date"]))
+        sections[run] = (status, f"{seconds:.1f}", info["date"], tests_section(run, status, seconds, body, info["date"]))
     with zipfile.ZipFile(args.out / f"executed-{name}.zip", "w", zipfile.ZIP_DEFLATED) as zf:
         for path in paths:
             rel = path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else path.name
@@ -317,8 +322,9 @@ def main(argv: list[str] | None = None) -> int:
             sections[rel] = (status, f"{seconds:.1f}", info["date"], section(rel, nb, status, seconds, info["date"]))
             zf.writestr(rel, nbformat.writes(nb))
     order = {p.relative_to(ROOT).as_posix(): i for i, p in enumerate(all_notebooks())}
-    order[TESTS] = -1   # the test suite first
-    sections = dict(sorted(sections.items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0])))
+    # the test suite first, then the notebooks in course order
+    sections = dict(sorted(sections.items(), key=lambda kv: (not kv[0].startswith("pytest "),
+                                                             order.get(kv[0], len(order)), kv[0])))
     report_path.write_text(report(info, sections), encoding="utf-8")
     if args.out.resolve() != args.results.resolve():
         shutil.copy(report_path, args.out / report_path.name)
