@@ -156,6 +156,23 @@ def _guard(kind: str, ptrs, mask, write: bool, read: bool):
             launch.requested_written += active.size * itemsize
 
 
+def _scalar(t):
+    """The one value of a scalar tensor. Triton 3.6's interpreter calls int() on its shape-(1,) array,
+    which NumPy 2.3 refuses ("only 0-dimensional arrays can be converted to Python scalars"): so on
+    the H100's Triton every `for i in range(tl.cdiv(n, BLOCK))` failed in a replay."""
+    return np.asarray(t.handle.data).reshape(-1)[0]
+
+
+_orig_patch_tensor = _itp._patch_lang_tensor
+
+
+def _patch_lang_tensor(tensor, *rest, **kw):
+    _orig_patch_tensor(tensor, *rest, **kw)
+    # set over the interpreter's own patch, which it records and restores as before
+    tensor.__index__ = lambda self: int(_scalar(self))
+    tensor.__bool__ = lambda self: bool(_scalar(self)) if np.asarray(self.handle.data).size == 1 else True
+
+
 _B = _itp.InterpreterBuilder
 _orig = {name: getattr(_B, name) for name in ("create_masked_load", "create_masked_store",
                                                "create_atomic_rmw", "create_atomic_cas")}
@@ -315,6 +332,7 @@ def install() -> None:
     _B.create_atomic_cas = _atomic_cas
     _itp.GridExecutor._init_args_hst = _init_args_hst
     _itp.GridExecutor.__call__ = _call
+    _itp._patch_lang_tensor = _patch_lang_tensor
     _B._course_guarded = True
 
 

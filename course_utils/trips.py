@@ -18,7 +18,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from . import _interp
-from .environment import INTERPRET
+from .environment import INTERPRET, in_notebook
 
 # Operators that launch no kernel: allocation, metadata, scalar reads.
 _NO_KERNEL = {"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "set_", "resize_",
@@ -299,3 +299,10 @@ def compile(fn, **options):
 
     call.__name__ = f"compiled {getattr(fn, '__name__', 'fn')}"
     return call
+
+
+# The first dispatch mode of a process imports torch._dynamo (and sympy with it): two to four seconds.
+# In a notebook, pay that with `import course_utils`, where a wait is expected, rather than in the
+# middle of the lesson's first count; a plain script or test that never counts does not pay it.
+if in_notebook():
+    import torch._dynamo  # noqa: E402,F401

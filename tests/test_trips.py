@@ -118,3 +118,20 @@ def test_counts_kernels_that_call_the_standard_library(name):
     assert t.bytes_read == sum(a.numel() * a.element_size() for a in args)
     assert t.bytes_written == t.result.numel() * t.result.element_size()
     assert torch.allclose(t.result.float(), ref(*args).float(), atol=1e-2, rtol=1e-2)
+
+
+def test_a_scalar_tensor_is_an_index_under_any_numpy():
+    """range(tl.cdiv(n, BLOCK)) in a kernel needs the interpreter's scalar tensors to be indexes:
+    Triton 3.6 calls int() on a shape-(1,) array, which NumPy 2.3 refuses; the course patches it."""
+    import numpy as np
+    import triton.language as tl
+    from triton.runtime import interpreter as itp
+    scope = itp._LangPatchScope()
+    before = tl.tensor.__dict__.get("__index__")
+    itp._patch_lang_tensor(tl.tensor, scope)
+    try:
+        one = tl.tensor(itp.TensorHandle(np.array([7], dtype=np.int32), tl.int32), tl.int32)
+        assert list(range(one)) == list(range(7)) and bool(one)
+    finally:
+        scope.restore()
+    assert tl.tensor.__dict__.get("__index__") is before
