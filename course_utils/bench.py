@@ -21,6 +21,7 @@ import torch
 
 from . import capability, progress
 from . import environment as env
+from .numbers import readable
 
 
 @dataclass(frozen=True)
@@ -185,7 +186,7 @@ def _fmt(v) -> str:
         return v
     if isinstance(v, int):
         return f"{v:,}"
-    return f"{v:.3g}" if abs(v) < 1e5 else f"{v:,.0f}"
+    return readable(v) if abs(v) < 1e5 else f"{v:,.0f}"
 
 
 class Report:

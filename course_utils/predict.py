@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import environment as env
+from .numbers import readable, typed
 
 _asked: list[str] = []     # keys asked in this process: what scoreboard() shows by default
 
@@ -49,51 +50,28 @@ class Prediction:
             verdict = "right" if self.guess == self.measured else "not this time"
             return f"your guess {self._show(self.guess)} · {got} · {verdict}"
         r = self.ratio
-        off = f"off by ×{r:.3g}" if math.isfinite(r) else "off by: n/a (needs two positive numbers)"
-        return f"your guess {self._show(self.guess, typed=True)} · {got} · {off}"
+        off = f"off by ×{readable(r)}" if math.isfinite(r) else "off by: n/a (needs two positive numbers)"
+        return f"your guess {self._show(self.guess, as_typed=True)} · {got} · {off}"
 
     def yours(self) -> str:
         """The guess in words, for a later cell: "your guess: 5 %", or a sentence saying there is none
         (in a live notebook nothing is committed until someone presses Commit; Run All goes past)."""
         if self.guess is None:
             return "no guess committed (type one above, press Commit, then Reveal)"
-        return f"your guess: {self._show(self.guess, typed=True)}"
+        return f"your guess: {self._show(self.guess, as_typed=True)}"
 
-    def _show(self, v, typed: bool = False) -> str:
+    def _show(self, v, as_typed: bool = False) -> str:
         if v is None:
             return "—"
         if self.kind == "choice":
             return str(v)
-        text = _typed(v) if typed else (self.fmt.format(v) if self.fmt else _readable(v))
+        text = typed(v) if as_typed else (self.fmt.format(v) if self.fmt else readable(v))
         return text + (f" {self.unit}" if self.unit else "")
 
     __repr__ = line
 
     def _ipython_display_(self):
         """The reveal already printed (or shows its widget): as a cell's last value, show nothing more."""
-
-
-def _typed(v) -> str:
-    """A guess as the student typed it: 2000, not 2e+03; 0.25, not 2.5e-01."""
-    v = float(v)
-    text = f"{v:.12g}"
-    if "e" in text and 1e-6 <= abs(v) < 1e16:
-        text = f"{v:.12f}".rstrip("0").rstrip(".")
-    return text
-
-
-def _readable(v) -> str:
-    """A revealed number to 3 significant digits, without an exponent where people write none:
-    717, 0.716, 2,150,000,000."""
-    v = float(v)
-    if not math.isfinite(v) or v == 0:
-        return f"{v:g}"
-    if not 1e-4 <= abs(v) < 1e16:
-        return f"{v:.3g}"
-    rounded = float(f"{v:.3g}")
-    if abs(rounded) >= 1000:
-        return f"{rounded:,.0f}"
-    return _typed(rounded)
 
 
 def _ratio(guess, measured) -> float:
@@ -202,25 +180,31 @@ def choice(key: str, question: str, options, measure, *, guess=None, default=Non
 
 
 class Scoreboard:
-    def __init__(self, rows):
-        self.rows = rows
-
     def _cells(self):
         for r in self.rows:
             close = {True: "yes", False: "no", None: "—"}[r["close"]]
-            ratio = f"×{r['ratio']:.3g}" if r["ratio"] is not None else ""
+            ratio = f"×{readable(r['ratio'])}" if r["ratio"] is not None else ""
             yield [r["key"], _val(r["guess"], r["unit"]), _val(r["measured"], r["unit"]), ratio, close]
 
     _head = ["key", "guess", "revealed", "off by", "close?"]
 
+    def __init__(self, rows, unrevealed=()):
+        self.rows, self.unrevealed = rows, list(unrevealed)
+
+    def _pending(self) -> str:
+        n = len(self.unrevealed)
+        return (f"{n} prediction{'s' if n > 1 else ''} asked here and not revealed yet "
+                f"({', '.join(self.unrevealed)}): commit a guess and press Reveal under each") if n else ""
+
     def __repr__(self) -> str:
         body = list(self._cells())
         if not body:
-            return "no predictions recorded yet"
+            return self._pending() or "no predictions recorded yet"
         widths = [max(len(row[i]) for row in [self._head] + body) for i in range(len(self._head))]
         lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in [self._head] + body]
         hits = sum(r["close"] is True for r in self.rows)
-        return "\n".join(lines + [f"{hits} of {len(self.rows)} close (numbers: within 2x; choices: right)"])
+        tail = [f"{hits} of {len(self.rows)} close (numbers: within 2x; choices: right)"]
+        return "\n".join(lines + tail + ([self._pending()] if self.unrevealed else []))
 
     def _repr_html_(self) -> str:
         e = html.escape
@@ -228,14 +212,15 @@ class Scoreboard:
             return f"<pre>{e(repr(self))}</pre>"
         head = "".join(f"<th>{h}</th>" for h in self._head)
         body = "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>" for row in self._cells())
-        return f"<table><tr>{head}</tr>{body}</table><pre>{e(repr(self).splitlines()[-1])}</pre>"
+        foot = repr(self).splitlines()[len(self.rows) + 1:]   # the lines under the table
+        return f"<table><tr>{head}</tr>{body}</table><pre>{e(chr(10).join(foot))}</pre>"
 
 
 def _val(v, unit) -> str:
     if v is None:
         return "—"
     if isinstance(v, (int, float)):
-        return _readable(v) + (f" {unit}" if unit else "")
+        return readable(v) + (f" {unit}" if unit else "")
     return str(v)
 
 
@@ -252,7 +237,8 @@ def scoreboard(keys=None, prefix: str | None = None) -> Scoreboard:
             latest[e.get("key")] = e
     except OSError:
         pass
-    if keys is None and prefix is None:
+    asked_here = keys is None and prefix is None
+    if asked_here:
         keys = list(_asked)
     chosen = [k for k in (keys if keys is not None else latest) if k in latest
               and (prefix is None or str(k).startswith(prefix))]
@@ -267,7 +253,7 @@ def scoreboard(keys=None, prefix: str | None = None) -> Scoreboard:
             ratio, close = (r, r <= 2.0) if math.isfinite(r) else (None, None if g is None else False)
         rows.append({"key": k, "question": e.get("question"), "guess": g, "measured": m,
                      "unit": e.get("unit", ""), "ratio": ratio, "close": close})
-    board = Scoreboard(rows)
+    board = Scoreboard(rows, [k for k in _asked if k not in latest] if asked_here else ())
     if not env.in_notebook():  # a notebook displays the returned board; a script would show nothing
         print(board)
     return board

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from course_utils import predict
+from course_utils import numbers, predict
 
 
 @pytest.fixture(autouse=True)
@@ -95,8 +95,8 @@ def test_a_guess_shows_as_typed_and_a_measurement_without_an_exponent(capsys):
     p = predict.number("t.typed", "q", lambda: 2147483648, unit="B", default=2000)
     assert "your guess 2000 B · measured 2,150,000,000 B" in capsys.readouterr().out
     assert p.yours() == "your guess: 2000 B"
-    assert predict._typed(0.00001) == "0.00001" and predict._typed(2.5) == "2.5"
-    assert predict._readable(0.716) == "0.716" and predict._readable(717.3) == "717"
+    assert numbers.typed(0.00001) == "0.00001" and numbers.typed(2.5) == "2.5"
+    assert numbers.readable(0.716) == "0.716" and numbers.readable(717.3) == "717"
 
 
 def test_a_later_cell_can_always_print_the_guess(monkeypatch):
@@ -109,3 +109,21 @@ def test_a_later_cell_can_always_print_the_guess(monkeypatch):
     p = predict.number("w.none", "q", lambda: 1.0, unit="%", default=5.0)
     assert p.guess is None and "no guess committed" in p.yours()
     assert "not revealed yet" in p.line()
+
+
+def test_the_scoreboard_names_what_was_asked_and_not_revealed(monkeypatch):
+    pytest.importorskip("ipywidgets")
+    predict.number("b.done", "q", lambda: 2.0, default=1.0)
+    monkeypatch.setattr(predict, "_interactive", lambda guess: True)
+    import IPython.display
+    monkeypatch.setattr(IPython.display, "display", lambda *a, **k: None)
+    predict.number("b.open", "q", lambda: 1.0, default=5.0)
+    board = predict.scoreboard()
+    assert [r["key"] for r in board.rows] == ["b.done"]
+    assert "1 prediction asked here and not revealed yet (b.open)" in repr(board)
+    assert "b.open" in board._repr_html_()
+
+
+def test_a_large_miss_reads_without_an_exponent(capsys):
+    predict.number("t.miss", "q", lambda: 3100.0, unit="ms", default=1.0)
+    assert "off by ×3,100" in capsys.readouterr().out

@@ -254,20 +254,18 @@ def strip(nb) -> bool:
 COLAB_IDS = ("colab-badge", "colab-install")
 COLAB_BADGE = """\
 [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/{repo}/blob/{ref}/{path})
-
-On Colab, pick a GPU first (Runtime > Change runtime type > T4 GPU), then run the next cell: it
-installs the course at release {ref}. Anywhere else that cell does nothing."""
+On Colab only: pick a GPU (Runtime > Change runtime type > T4 GPU), then run the folded cell below, which
+installs the course at release {ref}. Anywhere else it does nothing."""
 COLAB_INSTALL = """\
-# Colab only: install this notebook's release of the course. Anywhere else this cell does nothing.
+#@title Colab only: install the course (anywhere else this cell does nothing)
 import sys
 
 if "google.colab" in sys.modules:
     import importlib.metadata
     import subprocess
 
-    # --no-deps: Colab already has every package the lessons import. Without it pip would leave Colab's
-    # CUDA torch and triton alone only while they meet pyproject's lower bounds, would add JupyterLab,
-    # and would upgrade Colab's ipywidgets 7 to 8, which Colab's own widget manager is not built for.
+    # --no-deps keeps Colab's own CUDA torch, triton and ipywidgets 7 (which its widget manager expects):
+    # Colab already has every package the lessons import, so pip would only upgrade or add.
     pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
                           "feed-the-beast @ git+https://github.com/{repo}@{ref}"],
                          capture_output=True, text=True)
@@ -275,9 +273,10 @@ if "google.colab" in sys.modules:
         raise RuntimeError("installing the course failed:\\n" + pip.stderr)
     importlib.invalidate_caches()  # so that the next cell's `import course_utils` finds it
     if int(importlib.metadata.version("ipywidgets").split(".")[0]) >= 8:
-        # ipywidgets 8 (a newer Colab, or installed by hand) needs Colab's custom widget manager
-        from google.colab import output
+        from google.colab import output  # ipywidgets 8 needs Colab's custom widget manager
         output.enable_custom_widget_manager()"""
+# Folded where it is shown: JupyterLab hides the source, Colab shows the #@title line as a form.
+COLAB_INSTALL_METADATA = {"jupyter": {"source_hidden": True}, "cellView": "form"}
 
 
 @dataclass(frozen=True)
@@ -299,7 +298,8 @@ def release() -> Release:
 def colab_cells(pin: Release, path: str) -> list:
     """The badge and install cells of the notebook at `path` (relative to the repository root)."""
     badge = nbformat.v4.new_markdown_cell(COLAB_BADGE.format(repo=pin.repo, ref=pin.ref, path=path))
-    install = nbformat.v4.new_code_cell(COLAB_INSTALL.format(repo=pin.repo, ref=pin.ref))
+    install = nbformat.v4.new_code_cell(COLAB_INSTALL.format(repo=pin.repo, ref=pin.ref),
+                                        metadata=json.loads(json.dumps(COLAB_INSTALL_METADATA)))
     badge.id, install.id = COLAB_IDS
     return [badge, install]
 

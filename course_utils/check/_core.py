@@ -78,8 +78,9 @@ def run(fn, *args, name: str, poison: bool = True):
     except CheckFailed:
         raise
     except NotImplementedError as e:
-        fail(f"`{getattr(fn, '__name__', name)}` is still the stub ({e}). Write the code marked "
-             "YOUR CODE HERE, run that cell, then run this check again.")
+        # from None: the student needs this one sentence, not the chain through the course's code
+        raise CheckFailed(f"`{getattr(fn, '__name__', name)}` is still the stub ({e}). Write the code marked "
+                          "YOUR CODE HERE, run that cell, then run this check again.") from None
     except _interp.OutOfBounds as e:
         raise CheckFailed(str(e)) from None
     except Exception as e:  # the student's own bug: keep the chain so they can read the trace
