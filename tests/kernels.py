@@ -254,10 +254,14 @@ def _row_sum_kernel(x_ptr, out_ptr, N, stride, BLOCK: tl.constexpr):
     tl.store(out_ptr + row, tl.sum(x, axis=0))
 
 
-def row_sum(x):
-    out = torch.empty(x.shape[0], device=x.device, dtype=x.dtype)
-    _row_sum_kernel[(x.shape[0],)](x, out, x.shape[1], x.stride(0), BLOCK=triton.next_power_of_2(x.shape[1]))
+def _per_row(kernel, x, out):
+    """Launch a one-row-per-program kernel whose block holds a whole row."""
+    kernel[(x.shape[0],)](x, out, x.shape[1], x.stride(0), BLOCK=triton.next_power_of_2(x.shape[1]))
     return out
+
+
+def row_sum(x):
+    return _per_row(_row_sum_kernel, x, torch.empty(x.shape[0], device=x.device, dtype=x.dtype))
 
 
 @triton.jit
@@ -289,9 +293,7 @@ def _row_softmax_kernel(x_ptr, out_ptr, N, stride, BLOCK: tl.constexpr):
 
 
 def row_softmax(x):
-    out = torch.empty_like(x)
-    _row_softmax_kernel[(x.shape[0],)](x, out, x.shape[1], x.stride(0), BLOCK=triton.next_power_of_2(x.shape[1]))
-    return out
+    return _per_row(_row_softmax_kernel, x, torch.empty_like(x))
 
 
 @triton.jit
@@ -303,9 +305,7 @@ def _row_argmax_kernel(x_ptr, out_ptr, N, stride, BLOCK: tl.constexpr):
 
 
 def row_argmax(x):
-    out = torch.empty(x.shape[0], device=x.device, dtype=torch.int32)
-    _row_argmax_kernel[(x.shape[0],)](x, out, x.shape[1], x.stride(0), BLOCK=triton.next_power_of_2(x.shape[1]))
-    return out
+    return _per_row(_row_argmax_kernel, x, torch.empty(x.shape[0], device=x.device, dtype=torch.int32))
 
 
 @triton.jit
@@ -318,9 +318,7 @@ def _row_cumsum_kernel(x_ptr, out_ptr, N, stride, BLOCK: tl.constexpr):
 
 
 def row_cumsum(x):
-    out = torch.empty_like(x)
-    _row_cumsum_kernel[(x.shape[0],)](x, out, x.shape[1], x.stride(0), BLOCK=triton.next_power_of_2(x.shape[1]))
-    return out
+    return _per_row(_row_cumsum_kernel, x, torch.empty_like(x))
 
 
 @triton.jit
@@ -402,9 +400,7 @@ def _row_sum_no_mask_kernel(x_ptr, out_ptr, N, stride, BLOCK: tl.constexpr):
 
 
 def row_sum_no_mask(x):
-    out = torch.empty(x.shape[0], device=x.device, dtype=x.dtype)
-    _row_sum_no_mask_kernel[(x.shape[0],)](x, out, x.shape[1], x.stride(0), BLOCK=triton.next_power_of_2(x.shape[1]))
-    return out
+    return _per_row(_row_sum_no_mask_kernel, x, torch.empty(x.shape[0], device=x.device, dtype=x.dtype))
 
 
 def _references():
