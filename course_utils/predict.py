@@ -109,7 +109,7 @@ def _reveal(p: Prediction, measure) -> None:
     _log(p)
 
 
-def _ask(p: Prediction, measure, guess, default, make_input):
+def _ask(p: Prediction, measure, guess, default, make_input, parse=lambda value: value):
     if p.key not in _asked:
         _asked.append(p.key)
     if not _interactive(guess):
@@ -126,11 +126,13 @@ def _ask(p: Prediction, measure, guess, default, make_input):
     out = w.Output()
 
     def on_commit(_):
-        if entry.value is None:
+        guess = parse(entry.value)
+        out.clear_output()
+        if guess is None:
             with out:
-                print("pick an answer first")
+                print("type a number first" if p.kind == "number" else "pick an answer first")
             return
-        p.guess = entry.value
+        p.guess = guess
         entry.disabled = commit.disabled = True
         reveal.disabled = False
 
@@ -159,9 +161,18 @@ def number(key: str, question: str, measure, *, unit: str = "", guess=None, defa
     p = Prediction(key, question, "number", unit=unit, label=label, fmt=fmt)
 
     def make_input(w):
-        entry = w.FloatText(value=default if default is not None else 0.0, layout=w.Layout(width="9em"))
+        # empty, not the default: the default is for headless runs, and a number already there anchors a guess
+        entry = w.Text(value="", placeholder="your guess", layout=w.Layout(width="9em"))
         return (w.HBox([entry, w.HTML(html.escape(unit))]) if unit else entry), entry
-    return _ask(p, measure, guess, default, make_input)
+    return _ask(p, measure, guess, default, make_input, parse=_number_or_none)
+
+
+def _number_or_none(text):
+    try:
+        v = float(str(text).replace(",", "").strip())
+    except ValueError:
+        return None
+    return v if math.isfinite(v) else None
 
 
 def choice(key: str, question: str, options, measure, *, guess=None, default=None,

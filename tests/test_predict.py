@@ -84,7 +84,11 @@ def test_the_widgets_lock_on_commit_and_measure_on_reveal(monkeypatch):
     p = predict.number("w.n", "q", lambda: measured.append(1) or 8.0, unit="ms", default=1.0)
     w = p._widgets
     assert p.guess is None and p.measured is None and w["reveal"].disabled
-    w["entry"].value = 4.0
+    assert w["entry"].value == ""                 # empty: the default does not anchor the guess
+    w["entry"].value = "four"
+    w["commit"].click()
+    assert p.guess is None and w["reveal"].disabled  # not a number: nothing committed
+    w["entry"].value = "4"
     w["commit"].click()
     assert p.guess == 4.0 and w["entry"].disabled and not w["reveal"].disabled and not measured
     w["reveal"].click()
