@@ -52,3 +52,22 @@ def test_bias_gelu_checker_accepts_a_helper_and_rejects_tanh_by_diagnosis():
 def test_vector_add_checker_names_the_missing_mask_on_the_gpu():
     with pytest.raises(check.CheckFailed, match="Out-of-bounds load"):
         check.vector_add(k.vector_add_no_mask)
+
+
+def test_an_autotuned_kernel_counts_only_the_launch_that_counts():
+    """@triton.autotune tries each config on the real arguments first: those trials (and do_bench's
+    cache flushes) are neither counted nor replayed; the chosen config's launch is."""
+    import triton
+    import triton.language as tl
+
+    @triton.autotune(configs=[triton.Config({"BLOCK": b}) for b in (128, 256, 1024)], key=["n"])
+    @triton.jit
+    def double_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(out_ptr + offs, 2 * tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+
+    x = torch.randn(10_000, device="cuda")
+    out = torch.empty_like(x)
+    t = trips.count(lambda: double_kernel[lambda meta: (triton.cdiv(x.numel(), meta["BLOCK"]),)](x, out, x.numel()))
+    assert t.launches == 1 and t.bytes == 2 * x.numel() * 4, t.table()
+    assert torch.equal(out, 2 * x)
