@@ -422,3 +422,130 @@ def _references():
 
 
 STANDARD_LIBRARY = _references()
+
+
+# --- bias_gelu, lesson 04: right answers written differently, and the mistakes of the flattened grid -----
+# The lesson's kernel walks x as one flat vector: element o is in column o % N. These variants share one
+# kernel; MISTAKE picks the error (a string constexpr, resolved when the kernel compiles).
+@triton.jit
+def _bg_flat_kernel(x_ptr, b_ptr, out_ptr, n, N, BLOCK: tl.constexpr, MISTAKE: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    if MISTAKE == "bias by row":
+        cols = offs // N                         # the row of the element, not its column
+    elif MISTAKE == "bias not wrapped":
+        cols = offs                              # b has N elements, not n
+    else:
+        cols = offs % N
+    x = tl.load(x_ptr + offs, mask=mask)
+    bias = tl.load(b_ptr + cols, mask=mask)
+    if MISTAKE != "no upcast":
+        x = x.to(tl.float32)
+        bias = bias.to(tl.float32)
+    if MISTAKE == "bias after gelu":
+        y = 0.5 * x * (1.0 + tl.erf(x * 0.7071067811865476)) + bias
+    elif MISTAKE == "tanh":
+        v = x + bias
+        u = 0.7978845608028654 * (v + 0.044715 * v * v * v)
+        y = 0.5 * v * (1.0 + (1.0 - 2.0 / (tl.exp(2.0 * u) + 1.0)))   # tanh(u), written with exp
+    elif MISTAKE == "erf of v":
+        v = x + bias
+        y = 0.5 * v * (1.0 + tl.erf(v))          # forgot the 1/sqrt(2)
+    else:
+        v = x + bias
+        y = 0.5 * v * (1.0 + tl.erf(v * 0.7071067811865476))
+    tl.store(out_ptr + offs, y.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+def _bg_flat(x, b, block=1024, mistake=""):
+    out = torch.empty_like(x)
+    n = x.numel()
+    _bg_flat_kernel[(triton.cdiv(n, block),)](x, b, out, n, x.shape[1], BLOCK=block, MISTAKE=mistake)
+    return out
+
+
+def bg_flat(x, b):
+    """Right: one program per 1024 elements of the flattened x, bias at offs % N (lesson 04's kernel)."""
+    return _bg_flat(x, b)
+
+
+def bg_flat_block_256(x, b):
+    """Right: the same with BLOCK = 256, four times the programs."""
+    return _bg_flat(x, b, block=256)
+
+
+@triton.jit
+def _bg_row_loop_kernel(x_ptr, b_ptr, out_ptr, N, stride_row, BLOCK_N: tl.constexpr):
+    # one program per row, walking along it BLOCK_N columns at a time
+    row = tl.program_id(0)
+    for start in range(0, N, BLOCK_N):
+        cols = start + tl.arange(0, BLOCK_N)
+        mask = cols < N
+        v = tl.load(x_ptr + row * stride_row + cols, mask=mask).to(tl.float32) + \
+            tl.load(b_ptr + cols, mask=mask).to(tl.float32)
+        y = 0.5 * v * (1.0 + tl.erf(v * 0.7071067811865476))
+        tl.store(out_ptr + row * stride_row + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+def bg_row_loop(x, b):
+    """Right: a grid of one program per row, each looping over its columns in blocks of 64."""
+    out = torch.empty_like(x)
+    _bg_row_loop_kernel[(x.shape[0],)](x, b, out, x.shape[1], x.stride(0), BLOCK_N=64)
+    return out
+
+
+def bg_flat_bias_by_row(x, b):
+    """Wrong: offs // N is the row of an element; its bias is b[offs % N]."""
+    return _bg_flat(x, b, mistake="bias by row")
+
+
+def bg_flat_bias_not_wrapped(x, b):
+    """Wrong: b_ptr + offs walks past the end of b, which has one value per column."""
+    return _bg_flat(x, b, mistake="bias not wrapped")
+
+
+def bg_bias_after_gelu(x, b):
+    """Wrong: gelu(x) + b, the bias added after the activation."""
+    return _bg_flat(x, b, mistake="bias after gelu")
+
+
+def bg_tanh(x, b):
+    """Wrong: the tanh approximation of GELU, tanh written out with tl.exp."""
+    return _bg_flat(x, b, mistake="tanh")
+
+
+def bg_erf_of_v(x, b):
+    """Wrong: erf(v) where GELU needs erf(v / sqrt(2))."""
+    return _bg_flat(x, b, mistake="erf of v")
+
+
+def bg_no_upcast(x, b):
+    """Wrong on fp16: tl.erf is given fp16 values (no .to(tl.float32) after the loads)."""
+    return _bg_flat(x, b, mistake="no upcast")
+
+
+def bg_casts_in_launcher(x, b):
+    """Right numbers, wrong trips on fp16: the launcher converts to fp32 and back with PyTorch."""
+    return _bg_flat(x.float(), b.float()).to(x.dtype)
+
+
+@triton.jit
+def _bg_scratch_kernel(x_ptr, b_ptr, tmp_ptr, out_ptr, n, N, BLOCK: tl.constexpr):
+    # one launch, but x + b is stored to a scratch tensor and loaded back, as two eager ops would
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    v = tl.load(x_ptr + offs, mask=mask).to(tl.float32) + tl.load(b_ptr + offs % N, mask=mask).to(tl.float32)
+    tl.store(tmp_ptr + offs, v, mask=mask)
+    tl.debug_barrier()   # on a GPU another thread of the program may load what this one stored
+    v = tl.load(tmp_ptr + offs, mask=mask)
+    y = 0.5 * v * (1.0 + tl.erf(v * 0.7071067811865476))
+    tl.store(out_ptr + offs, y.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+def bg_scratch(x, b):
+    """Right numbers in one launch, but the intermediate x + b goes to memory and back."""
+    out = torch.empty_like(x)
+    tmp = torch.empty(x.shape, device=x.device, dtype=torch.float32)
+    n = x.numel()
+    _bg_scratch_kernel[(triton.cdiv(n, 1024),)](x, b, tmp, out, n, x.shape[1], BLOCK=1024)
+    return out

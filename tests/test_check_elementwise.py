@@ -79,3 +79,38 @@ def test_bias_gelu_accepts_a_correct_kernel():
 def test_bias_gelu_rejects(wrong, message):
     with pytest.raises(check.CheckFailed, match=message):
         check.bias_gelu(wrong)
+
+
+# --- bias_gelu, lesson 04: other grids and blocks pass; the mistakes of a first fused kernel do not -------
+@pytest.mark.parametrize("right", [k.bg_flat, k.bg_flat_block_256, k.bg_row_loop],
+                         ids=["flattened, BLOCK 1024", "flattened, BLOCK 256", "one program per row, looped"])
+def test_bias_gelu_accepts_other_grids_and_blocks(right):
+    r = check.bias_gelu(right)
+    assert "✓" in repr(r) and r.traffic.launches == 1 and r.traffic.bytes == 4 * (2 * 16 * 256 + 256)
+
+
+@pytest.mark.parametrize("wrong, message", [
+    (k.bg_tanh, r"tanh approximation.*0\.5·v·\(1 \+ erf\(v/√2\)\)"),
+    (k.bg_bias_after_gelu, r"gelu\(x\) \+ b: the bias goes in before the activation"),
+    (k.bg_erf_of_v, r"takes erf\(v\); GELU takes erf\(v/√2\)"),
+    (k.bg_flat_bias_by_row, r"indexed by row.*b\[col\]"),
+    # 37 columns here; on a GPU the replay of a 5 x 300 case finds it first
+    (k.bg_flat_bias_not_wrapped, r"Out-of-bounds.*`b_ptr` \((37|300) elements\)(.|\n)*That is the bias.*b\[o % N\]"),
+    # the interpreter and the GPU compiler refuse tl.erf on fp16 alike ("Expected dtype ['fp32', 'fp64']")
+    (k.bg_no_upcast, r"fails on float16 input: tl\.erf .* fp32 or fp64 only.*\.to\(tl\.float32\)"),
+])
+def test_bias_gelu_names_the_mistake(wrong, message):
+    with pytest.raises(check.CheckFailed, match=message):
+        check.bias_gelu(wrong)
+
+
+@pytest.mark.parametrize("wrong, message", [
+    # right numbers, one launch, but x + b goes to a scratch tensor and comes back: 16 bytes per element
+    (k.bg_scratch, r"moved 66560 bytes; the budget is 33792.*an intermediate goes to memory(.|\n)*tmp_ptr"),
+    # right numbers, but on fp16 the casts run as PyTorch kernels around the Triton one
+    (k.bg_casts_in_launcher, r"on float16 input it converts with PyTorch: 3 × aten\._to_copy besides your "
+                             r"kernel, 4 launches"),
+])
+def test_bias_gelu_rejects_right_numbers_over_budget(wrong, message):
+    with pytest.raises(check.CheckFailed, match=message):
+        check.bias_gelu(wrong)

@@ -179,21 +179,69 @@ def _gelu(v: torch.Tensor) -> torch.Tensor:
     return 0.5 * v * (1 + torch.erf(v / math.sqrt(2)))
 
 
+def _error_text(e: BaseException) -> str:
+    """The messages of an error and of what caused it, a few levels deep (a kernel's compilation error
+    wraps the error of the line that failed)."""
+    texts, seen = [], []
+    while e is not None and len(seen) < 5 and e not in seen:
+        seen.append(e)
+        texts.append(f"{e} {getattr(e, 'error_message', '') or ''}")
+        e = e.__cause__ or e.__context__
+    return " ".join(texts)
+
+
+def _run_bias_gelu(fn, x, b):
+    """run(), with the diagnoses only bias_gelu needs: erf given half precision, and a bias read past
+    its end (a flattened grid that forgot the % N)."""
+    try:
+        return run(fn, x, b, name="bias_gelu")
+    except CheckFailed as e:
+        text = _error_text(e)
+        if "Expected dtype" in text and x.dtype != torch.float32:
+            kind = str(x.dtype)[6:]
+            raise CheckFailed(
+                f"`bias_gelu` fails on {kind} input: tl.erf (like tl.exp and the other math functions) takes "
+                f"fp32 or fp64 only, and was given {kind}. Convert right after the load, "
+                "v = tl.load(...).to(tl.float32), compute in fp32, and convert back as you store: "
+                "y.to(out_ptr.dtype.element_ty). The conversions happen in registers and cost no trip.") from None
+        if str(e).startswith("Out-of-bounds") and x.numel() != b.numel() and f"({b.numel()} elements)" in str(e):
+            raise CheckFailed(
+                f"{e}\nThat is the bias: it holds one value per column, {b.numel()} of them, not one per element "
+                "of x. With a flattened grid the bias of flat offset o is b[o % N]; with a grid over "
+                "(rows, column blocks) it is b[cols].") from None
+        raise
+
+
 def bias_gelu(fn) -> Passed:
-    """fn(x, b) -> gelu(x + b) for x of shape (M, N), b of shape (N,), exact (erf) GELU, in one kernel."""
+    """fn(x, b) -> gelu(x + b) for x of shape (M, N), b of shape (N,), exact (erf) GELU, in one kernel
+    that moves each element of x and y once: in fp16 too, where converting with PyTorch costs trips."""
     result = Passed("bias_gelu")
-    shapes = [(1, 1), (3, 37), (16, 1000), (7, 1024), pick(gpu=(4096, 4099), cpu=(33, 257))]
-    bounds_check_on_gpu(fn, _randn(5, 300), _randn(300), name="bias_gelu")
+    # 3 x 37 comes first: a wrong formula is named on 111 elements, where a single element far out in
+    # GELU's tail (v > 3, where erf is 1 to within the tolerance) could look like several mistakes at once.
+    shapes = [(3, 37), (1, 1), (16, 1000), (7, 1024), pick(gpu=(4096, 4099), cpu=(33, 257))]
+    if ON_GPU and not INTERPRET:   # bounds_check_on_gpu, through the diagnoses above
+        with trips.counting():
+            _run_bias_gelu(fn, _randn(5, 300), _randn(300))
     for dtype in (torch.float32, torch.float16):
         for (m, n) in shapes:
             for scale in (1.0, 30.0):  # large magnitudes: the far tails of GELU must be 0 and x
                 x, b = _randn(m, n, dtype=dtype, scale=scale), _randn(n, dtype=dtype)
-                out = run(fn, x, b, name="bias_gelu")
+                out = _run_bias_gelu(fn, x, b)
                 xf, bf = x.float(), b.float()
                 v = xf + bf
                 tanh_gelu = torch.nn.functional.gelu(v, approximate="tanh").to(dtype)
+
+                def erf_of(u):
+                    # GELU's form with the erf taken of u, right only for u = v/√2. None where it cannot be
+                    # told from x + b (erf(u) = 1 within the tolerance): that answer names it better.
+                    alt = (0.5 * v * (1 + torch.erf(u))).to(dtype)
+                    return None if torch.allclose(alt.double(), v.to(dtype).double(), **tolerance(dtype)) else alt
                 compare(out, _gelu(v).to(dtype), name="bias_gelu", like=x, wrong_answers=[
                     (_gelu(xf).to(dtype), "this is gelu(x): the bias is never added."),
+                    (erf_of(v), "this takes erf(v); GELU takes erf(v/√2): multiply v by 0.7071067811865476 "
+                                "(1/√2) inside the erf."),
+                    (erf_of(v * math.sqrt(2)), "this takes erf(v·√2); GELU takes erf(v/√2): divide by √2, "
+                                               "or multiply by 0.7071067811865476."),
                     (v.to(dtype), "this is x + b: GELU is never applied."),
                     (torch.relu(v).to(dtype), "this is relu(x + b), not GELU."),
                     (_gelu(xf).to(dtype) + b, "this is gelu(x) + b: the bias goes in before the activation."),
@@ -207,4 +255,16 @@ def bias_gelu(fn) -> Passed:
     m, n = 16, 256
     result.traffic = budget(fn, (_randn(m, n), _randn(n)), name="bias_gelu", launches=1,
                             bytes=4 * (2 * m * n + n))
+    # fp16: 2 bytes in and 2 out per element. Casting with PyTorch outside the kernel is right in
+    # value, and in fp32 costs nothing (x.float() of fp32 is x itself), so only fp16 shows it.
+    half = (_randn(m, n, dtype=torch.float16), _randn(n, dtype=torch.float16))
+    t = trips.count(run, fn, *half, name="bias_gelu", poison=False)
+    casts = [k.name for k in t.kernels if k.name in ("aten._to_copy", "aten.copy_")]
+    if casts:
+        fail(f"`bias_gelu` gives the right numbers, but on float16 input it converts with PyTorch: "
+             f"{len(casts)} × {casts[0]} besides your kernel, {t.launches} launches in all. Each conversion is "
+             "a kernel of its own, a full trip through HBM and back. Pass the fp16 tensors to your kernel, "
+             "convert after the load with .to(tl.float32), and store into an fp16 output "
+             f"(torch.empty_like(x)).\n{t.table()}")
+    budget(fn, half, name="bias_gelu", launches=1, bytes=2 * (2 * m * n + n))
     return result
