@@ -28,7 +28,8 @@ def errors(cells) -> list[str]:
 
 
 def texts(cells) -> list[str]:
-    """What each cell printed, with numbers masked: timings differ between runs, the rest must not."""
+    """What each cell printed, with numbers and their signs masked: timings differ between runs (a
+    difference near zero can flip its sign), the rest must not."""
     out = []
     for c in cells:
         text = ""
@@ -39,7 +40,7 @@ def texts(cells) -> list[str]:
                 data = o.get("data", {})
                 text += "[widget]" if WIDGET in data else "[image]" if "image/png" in data else data.get("text/plain", "")
         # a table's column widths follow its numbers: mask the numbers, then the padding
-        out.append(re.sub(r"[ \t]+", " ", re.sub(r"\d[\d,.]*(e[+-]?\d+)?", "#", text)))
+        out.append(re.sub(r"[ \t]+", " ", re.sub(r"[-+]?\d[\d,.]*(e[+-]?\d+)?", "#", text)))
     return out
 
 
