@@ -80,3 +80,16 @@ for _p in STUDENT:
 def test_there_are_notebooks_to_run():
     if not SOLUTIONS:
         pytest.skip("no solution notebooks yet")
+
+
+def test_the_import_says_it_is_loading_and_then_clears_the_line(tmp_path):
+    """Importing the course takes seconds: live, a line shows at once and is blanked when done;
+    headless, nothing is shown."""
+    import nbformat
+    path = tmp_path / "import.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("import course_utils")]), path)
+    (live,) = nbrun.execute(path, headless=False)
+    shown = [o for o in live[0].outputs if o.output_type == "display_data"]
+    assert len(shown) == 1 and shown[0].data["text/plain"] == ""     # updated in place, then blank
+    (headless,) = nbrun.execute(path, headless=True)
+    assert headless[0].outputs == []
