@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from triton.runtime import interpreter as _itp
-from triton.runtime.jit import TensorWrapper
+from triton.runtime.jit import JITFunction, TensorWrapper
 
 
 class OutOfBounds(IndexError):
@@ -177,6 +177,7 @@ _B = _itp.InterpreterBuilder
 _orig = {name: getattr(_B, name) for name in ("create_masked_load", "create_masked_store",
                                                "create_atomic_rmw", "create_atomic_cas")}
 _orig_call = _itp.GridExecutor.__call__
+_orig_jit_call = JITFunction.__call__
 _orig_init = _itp.GridExecutor._init_args_hst
 
 
@@ -249,26 +250,18 @@ def _interpreted_fn(fn):
     return _interpreted[fn]
 
 
-@contextlib.contextmanager
-def _device_calls_interpreted():
-    """Let a replayed kernel call other @triton.jit functions.
+def _call_jit_function(self, *args, **kwargs):
+    """A @triton.jit function called from an interpreted kernel runs as the interpreter's device function.
 
-    Outside the interpreter (on a GPU), every @triton.jit function is a JITFunction: Triton's own
-    tl.sum, tl.max, tl.sigmoid, tl.softmax, tl.cdiv, tl.argmax, tl.cumsum (jit functions of
+    A JITFunction is what Triton makes of every @triton.jit function when it compiles (on a GPU): its
+    own tl.sum, tl.max, tl.sigmoid, tl.softmax, tl.cdiv, tl.argmax, tl.cumsum (jit functions of
     triton.language.standard) as well as a student's helpers. A compiled kernel inlines them; called
-    from Python, JITFunction refuses ("Cannot call @triton.jit'd outside of the scope of a kernel").
-    During a replay they run as the interpreter's device functions instead."""
-    from triton.runtime.jit import JITFunction
-    original = JITFunction.__call__
-
-    def call(self, *args, **kwargs):
-        return _interpreted_fn(self.fn)(*args, **kwargs)
-
-    JITFunction.__call__ = call
-    try:
-        yield
-    finally:
-        JITFunction.__call__ = original
+    from Python, a JITFunction refuses ("Cannot call @triton.jit'd outside of the scope of a kernel").
+    That happens in a replay on a GPU, and on a CPU too when triton.language was imported before
+    course_utils switched the interpreter on. Outside an interpreted launch the refusal stands."""
+    if _current() is None:
+        return _orig_jit_call(self, *args, **kwargs)
+    return _interpreted_fn(self.fn)(*args, **kwargs)
 
 
 def _language_objects() -> list:
@@ -318,7 +311,7 @@ def replay(kernel, args, kwargs, grid) -> None:
     with torch.no_grad(), muted():
         args_copy = [copy(a) for a in args]
         kwargs_copy = {k: copy(v) for k, v in kwargs.items()}
-    with _language_restored(), _device_calls_interpreted():
+    with _language_restored():
         _interpreted_fn(kernel.fn).run(*args_copy, grid=grid, warmup=False, **kwargs_copy)
 
 
@@ -333,6 +326,7 @@ def install() -> None:
     _itp.GridExecutor._init_args_hst = _init_args_hst
     _itp.GridExecutor.__call__ = _call
     _itp._patch_lang_tensor = _patch_lang_tensor
+    JITFunction.__call__ = _call_jit_function
     _B._course_guarded = True
 
 

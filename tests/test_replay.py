@@ -33,7 +33,7 @@ def standard_library():
 
 
 def test_the_stand_in_reproduces_the_gpu_bug():
-    """Without letting a replay call jit functions, tl.sum fails exactly as it did on the H100."""
+    """With JITFunction's own __call__, a replay of tl.sum fails exactly as it did on the H100."""
     assert "Cannot call @triton.jit'd outside of the scope of a kernel" in scenario("without_call_patch")["error"]
 
 
@@ -55,7 +55,6 @@ def test_counted_bytes_match_the_interpreter(standard_library):
 def test_triton_language_is_left_as_it_was(standard_library):
     """The compiler of the next kernel must meet Triton's own builtins, not the interpreter's."""
     assert standard_library["language_changed"] == []
-    assert standard_library["jit_call_restored"]
 
 
 def test_without_the_restore_a_nested_call_would_leave_triton_patched():

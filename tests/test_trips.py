@@ -135,3 +135,21 @@ def test_a_scalar_tensor_is_an_index_under_any_numpy():
     finally:
         scope.restore()
     assert tl.tensor.__dict__.get("__index__") is before
+
+
+def test_tl_sum_works_when_triton_language_was_imported_first():
+    """`import triton.language` before `import course_utils` leaves Triton's own jit functions
+    compiled-mode objects on a CPU; a kernel that calls tl.sum must still run in the interpreter."""
+    import subprocess
+    import sys
+    code = ("import triton, triton.language as tl\n"
+            "import course_utils, torch\n"
+            "@triton.jit\n"
+            "def k(x_ptr, out_ptr, BLOCK: tl.constexpr):\n"
+            "    tl.store(out_ptr, tl.sum(tl.load(x_ptr + tl.arange(0, BLOCK)), axis=0))\n"
+            "x, out = torch.arange(8.0), torch.empty(1)\n"
+            "k[(1,)](x, out, BLOCK=8)\n"
+            "print(out.item())\n")
+    env = {k: v for k, v in __import__("os").environ.items() if k != "TRITON_INTERPRET"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0 and done.stdout.strip() == "28.0", done.stderr[-2000:]

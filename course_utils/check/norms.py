@@ -1,0 +1,166 @@
+"""Checkers for the row-normalisation exercises of lesson 05: add_layernorm and add_rmsnorm, each
+returning the normalised rows y and the updated residual stream h = x + residual."""
+from __future__ import annotations
+
+import torch
+
+from .. import trips
+from ..environment import DEVICE, INTERPRET, ON_GPU, pick
+from ._core import CheckFailed, Passed, budget, compare, fail, run, tolerance
+
+__all__ = ["add_layernorm", "add_rmsnorm"]
+
+# Ordinary shapes first, then the edges: one element, ragged widths, rows wider than 4096 that are not
+# powers of two (a kernel that assumes a power-of-two row, or one block of at most 4096, fails there).
+_SHAPES = [(4, 96), (1, 1), (7, 37), (5, 1024), (3, 5000), (2, 6144 + 7)]
+_LARGE_MEAN = {torch.float32: 500.0, torch.float16: 200.0}
+
+
+def _inputs(m, n, dtype, large_mean=False, small=False):
+    x = torch.randn(m, n, device=DEVICE)
+    r = torch.randn(m, n, device=DEVICE)
+    if small:
+        # a spread of about 0.001: the variance is near eps, so where eps goes shows
+        x, r = x * 1e-3, r * 1e-3
+    if large_mean:
+        # every row sits far from 0 with a spread of about 1: E[h²] − E[h]² cancels almost to nothing.
+        # The residual holds small integers, so x + residual is exact in fp16 too.
+        x = x + _LARGE_MEAN[dtype]
+        r = torch.randint(-3, 4, (m, n), device=DEVICE).float()
+    w = 1 + 0.5 * torch.randn(n, device=DEVICE)
+    b = 0.5 * torch.randn(n, device=DEVICE)
+    return x.to(dtype), r.to(dtype), w.to(dtype), b.to(dtype)
+
+
+def _pow2_at_least(n):
+    return 1 << max(0, (n - 1).bit_length())
+
+
+def _split(out, name):
+    if out is None:
+        fail(f"`{name}` returned None: it should return the pair (y, h).")
+    if isinstance(out, torch.Tensor):
+        fail(f"`{name}` returned one tensor; it should return two, (y, h): the normalised rows and the updated "
+             "residual stream h = x + residual, which the next layer needs.")
+    if not isinstance(out, (tuple, list)) or len(out) != 2:
+        fail(f"`{name}` returned {type(out).__name__}; it should return the pair (y, h).")
+    return out
+
+
+def _layernorm(v, w, b, eps, *, ddof=0, eps_outside=False, pad=0):
+    n = v.shape[-1]
+    mean = v.mean(-1, keepdim=True)
+    d = v - mean
+    ss = (d * d).sum(-1, keepdim=True) + pad * mean * mean   # pad: lanes past the row counted as zeros
+    var = ss / (n - ddof)
+    norm = d / (var.sqrt() + eps) if eps_outside else d / (var + eps).sqrt()
+    return norm * (1 if w is None else w) + (0 if b is None else b)
+
+
+def _rmsnorm(v, w, eps, *, eps_outside=False, centred=False, no_mean=False):
+    if centred:
+        v = v - v.mean(-1, keepdim=True)
+    ms = (v * v).sum(-1, keepdim=True) if no_mean else (v * v).mean(-1, keepdim=True)
+    norm = v / (ms.sqrt() + eps) if eps_outside else v / (ms + eps).sqrt()
+    return norm * (1 if w is None else w)
+
+
+def _y_tol(dtype, large_mean):
+    if large_mean:    # fp32 statistics of rows near 500 lose a few digits in any order of summation
+        return dict(atol=2e-3, rtol=2e-3) if dtype == torch.float32 else dict(atol=1e-2, rtol=1e-2)
+    return dict(atol=1e-4, rtol=1e-4) if dtype == torch.float32 else dict(atol=1e-2, rtol=1e-2)
+
+
+def _check(fn, *, name, with_bias, eps, reference, wrong_y):
+    result = Passed(name)
+    shapes = _SHAPES + [pick(gpu=(1000, 8192 + 3), cpu=(3, 300))]
+    if ON_GPU and not INTERPRET:   # replay one case through the bounds-checked interpreter
+        with trips.counting():
+            run(fn, *_inputs(5, 300, torch.float32)[:3 + with_bias], name=name)
+    for dtype in (torch.float32, torch.float16):
+        cases = [(s, None) for s in shapes] + [((4, 1000), "large"), ((2, 5000), "large"), ((6, 300), "small")]
+        for (m, n), kind in cases:
+            large_mean = kind == "large"
+            x, r, w, b = _inputs(m, n, dtype, large_mean, small=kind == "small")
+            args = (x, r, w, b) if with_bias else (x, r, w)
+            y, h = _split(run(fn, *args, name=name), name)
+            xd, rd, wd, bd = x.double(), r.double(), w.double(), b.double()
+            hd = xd + rd
+            compare(h, hd.to(dtype), name=f"{name}, second output h", like=x, wrong_answers=[
+                (x, "h equals x: return the updated residual stream h = x + residual, not the input x."),
+                (r, "h equals residual: h is x + residual, the sum the next layer adds to."),
+                (y, "h equals y: the second output is h = x + residual, before the normalisation."),
+            ])
+            try:
+                compare(y, reference(hd, wd, bd, eps).to(dtype), name=f"{name}, first output y", like=x,
+                        wrong_answers=[(alt.to(dtype), msg) for alt, msg in wrong_y(hd, xd, wd, bd, eps, m, n)
+                                       if alt is not None], tol=_y_tol(dtype, large_mean))
+            except CheckFailed as e:
+                if not large_mean:
+                    raise
+                raise CheckFailed(
+                    f"{e}\nEvery earlier case passed; this one has rows near {_LARGE_MEAN[dtype]:.0f} with a spread "
+                    "of about 1. Is the variance computed as mean(h²) − mean(h)²? Both terms are near "
+                    f"{_LARGE_MEAN[dtype] ** 2:,.0f} and their difference near 1, so fp32 keeps almost none of its "
+                    "digits. Subtract the mean first and square what is left: var = mean((h − mean)²).") from None
+            result.cases.append(f"{str(dtype)[6:]} {m}x{n}" + (f" mean {_LARGE_MEAN[dtype]:.0f}" if large_mean else
+                                                                  " spread 0.001" if kind == "small" else ""))
+    m, n = 16, 256
+    vectors = 2 if with_bias else 1
+    for dtype in (torch.float32, torch.float16):
+        x, r, w, b = _inputs(m, n, dtype)
+        args = (x, r, w, b) if with_bias else (x, r, w)
+        s = dtype.itemsize
+        t = budget(fn, args, name=name, launches=1, bytes=s * (4 * m * n + vectors * n))
+        foreign = [k.name for k in t.kernels if k.kind != "triton"]
+        if foreign:
+            fail(f"`{name}` computes the right numbers, but with PyTorch ({', '.join(foreign)}), not with a "
+                 "Triton kernel of yours.")
+        if dtype == torch.float32:
+            result.traffic = t
+    return result
+
+
+def add_layernorm(fn) -> Passed:
+    """fn(x, residual, weight, bias) -> (y, h): h = x + residual, y = layer_norm(h) · weight + bias over the
+    last dimension (eps = 1e-5, biased variance), in one launch that reads x and residual once and
+    writes y and h once, in fp32 and fp16."""
+    def wrong_y(hd, xd, w, b, eps, m, n):
+        block = _pow2_at_least(n)
+        return [
+            (_layernorm(xd, w, b, eps), "y is the normalised x: normalise h = x + residual, the sum."),
+            (_layernorm(hd, w, b, eps, ddof=1) if n > 1 else None,
+             "the variance divides by N − 1 (unbiased); layer_norm divides by N."),
+            (_layernorm(hd, w, b, eps, eps_outside=True),
+             "eps is added after the square root; it belongs inside: 1 / sqrt(var + eps)."),
+            (_layernorm(hd, b, w, eps), "weight and bias are swapped: y = norm · weight + bias."),
+            (_layernorm(hd, None, b, eps), "weight is never applied: y = norm · weight + bias."),
+            (_layernorm(hd, w, None, eps), "bias is never added: y = norm · weight + bias."),
+            (_layernorm(hd, None, None, eps), "neither weight nor bias is applied: y = norm · weight + bias."),
+            ((_layernorm(hd.transpose(0, 1), None, None, eps).transpose(0, 1) * w + b) if m > 1 else None,
+             "the mean and variance are taken down the columns; layer_norm takes them along each row."),
+            (_layernorm(hd, w, b, eps, pad=block - n) if block != n else None,
+             f"the masked lanes past the end of the row count in the variance: they load as 0, so h − mean "
+             f"there is −mean, and {block - n} of them add mean² each. Zero them first: "
+             "d = tl.where(mask, h - mean, 0.0)."),
+        ]
+    return _check(fn, name="add_layernorm", with_bias=True, eps=1e-5,
+                  reference=lambda h, w, b, eps: _layernorm(h, w, b, eps), wrong_y=wrong_y)
+
+
+def add_rmsnorm(fn) -> Passed:
+    """fn(x, residual, weight) -> (y, h): h = x + residual, y = h / sqrt(mean(h²) + eps) · weight
+    (eps = 1e-6), in one launch, in fp32 and fp16."""
+    def wrong_y(hd, xd, w, b, eps, m, n):
+        return [
+            (_rmsnorm(xd, w, eps), "y is the RMS-normalised x: normalise h = x + residual, the sum."),
+            (_rmsnorm(hd, w, eps, centred=True), "the mean is subtracted first: that is LayerNorm without its "
+                                                 "bias. RMSNorm divides h itself by sqrt(mean(h²) + eps)."),
+            (_rmsnorm(hd, w, eps, eps_outside=True),
+             "eps is added after the square root; it belongs inside: 1 / sqrt(mean(h²) + eps)."),
+            (_rmsnorm(hd, w, eps, no_mean=True) if n > 1 else None,
+             "the sum of squares is never divided by N: RMSNorm takes the mean of h²."),
+            (_rmsnorm(hd, None, eps), "weight is never applied: y = h / rms · weight."),
+        ]
+    return _check(fn, name="add_rmsnorm", with_bias=False, eps=1e-6,
+                  reference=lambda h, w, b, eps: _rmsnorm(h, w, eps), wrong_y=wrong_y)

@@ -1,0 +1,49 @@
+"""check.add_layernorm and check.add_rmsnorm pass right kernels, written two ways, and reject the stub,
+realistic wrong kernels (each with its diagnosis) and right numbers that cost too many trips."""
+import pytest
+
+from course_utils import check
+import norm_kernels as k
+
+
+@pytest.mark.parametrize("right", [k.add_layernorm, k.add_layernorm_loop])
+def test_add_layernorm_accepts_correct_kernels(right):
+    r = check.add_layernorm(right)
+    assert "✓" in repr(r) and r.traffic.launches == 1
+    assert r.traffic.bytes == 4 * (4 * 16 * 256 + 2 * 256)
+
+
+@pytest.mark.parametrize("wrong, message", [
+    (k.add_layernorm_stub, "still the stub"),
+    (k.ln_unbiased, r"divides by N − 1 \(unbiased\)"),
+    (k.ln_eps_outside, "eps is added after the square root"),
+    (k.ln_swapped, "weight and bias are swapped"),
+    (k.ln_padded, r"masked lanes past the end of the row count in the variance.*tl.where\(mask"),
+    (k.ln_norm_x, "y is the normalised x"),
+    (k.ln_h_is_x, "second output h.*h equals x"),
+    (k.ln_no_weight, "weight is never applied"),
+    (k.ln_naive_var, r"(?s)first output y.*mean\(h²\) − mean\(h\)²\?"),
+    (k.ln_y_only, "returned one tensor"),
+    (k.ln_eager, "2 launches where 1 should do: this is not fused"),
+    (lambda x, r, w, b: None, "returned None"),
+])
+def test_add_layernorm_rejects(wrong, message):
+    with pytest.raises(check.CheckFailed, match=message):
+        check.add_layernorm(wrong)
+
+
+def test_add_rmsnorm_accepts_a_correct_kernel():
+    r = check.add_rmsnorm(k.add_rmsnorm)
+    assert r.traffic.launches == 1 and r.traffic.bytes == 4 * (4 * 16 * 256 + 256)
+
+
+@pytest.mark.parametrize("wrong, message", [
+    (k.rms_eps_outside, "eps is added after the square root"),
+    (k.rms_centred, "the mean is subtracted first"),
+    (k.rms_norm_x, "RMS-normalised x"),
+    (k.rms_eager, "launches where 1 should do"),
+    (k.add_rmsnorm_stub, "still the stub"),
+])
+def test_add_rmsnorm_rejects(wrong, message):
+    with pytest.raises(check.CheckFailed, match=message):
+        check.add_rmsnorm(wrong)
