@@ -8,6 +8,9 @@ def _loading_line():
     watching a notebook sees a line at once instead of a frozen cell; it is blanked once done."""
     if "ipykernel" not in _sys.modules or _os.environ.get("COURSE_HEADLESS", "0") not in ("", "0"):
         return None
+    from IPython import get_ipython
+    if not hasattr(get_ipython(), "kernel"):   # ipykernel imported, but no kernel running (pytest, say)
+        return None
     from IPython.display import display
     return display({"text/plain": "loading torch, Triton and the course: a few seconds, longer on a first start"},
                    raw=True, display_id=True)
