@@ -4,8 +4,9 @@ import torch.nn.functional as F
 import triton
 import triton.language as tl
 
-# mistakes, picked by a constexpr so that one kernel holds every variant
-RIGHT, UNBIASED, EPS_OUTSIDE, SWAPPED, PADDED, NORM_X, H_IS_X, NAIVE_VAR, NO_WEIGHT = range(9)
+# mistakes, picked by a constexpr so that one kernel holds every variant (tl.constexpr: a compiled
+# kernel may read a global only if it is one)
+RIGHT, UNBIASED, EPS_OUTSIDE, SWAPPED, PADDED, NORM_X, H_IS_X, NAIVE_VAR, NO_WEIGHT = map(tl.constexpr, range(9))
 
 
 @triton.jit
@@ -50,7 +51,7 @@ def _ln_row_kernel(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, h_ptr, N, eps, BLOCK: tl.c
 def _ln(x, r, w, b, eps=1e-5, mistake=RIGHT):
     y, h = torch.empty_like(x), torch.empty_like(x)
     _ln_row_kernel[(x.shape[0],)](x, r, w, b, y, h, x.shape[1], eps, BLOCK=triton.next_power_of_2(x.shape[1]),
-                                  MISTAKE=mistake)
+                                  MISTAKE=mistake.value)
     return y, h
 
 
@@ -152,7 +153,7 @@ def ln_eager(x, r, w, b, eps=1e-5):
     return F.layer_norm(h, (x.shape[1],), w, b, eps), h
 
 
-R_RIGHT, R_EPS_OUTSIDE, R_CENTRED, R_NORM_X = range(4)
+R_RIGHT, R_EPS_OUTSIDE, R_CENTRED, R_NORM_X = map(tl.constexpr, range(4))
 
 
 @triton.jit
@@ -178,7 +179,7 @@ def _rms_row_kernel(x_ptr, r_ptr, w_ptr, y_ptr, h_ptr, N, eps, BLOCK: tl.constex
 def _rms(x, r, w, eps=1e-6, mistake=R_RIGHT):
     y, h = torch.empty_like(x), torch.empty_like(x)
     _rms_row_kernel[(x.shape[0],)](x, r, w, y, h, x.shape[1], eps, BLOCK=triton.next_power_of_2(x.shape[1]),
-                                   MISTAKE=mistake)
+                                   MISTAKE=mistake.value)
     return y, h
 
 

@@ -137,6 +137,7 @@ def test_a_scalar_tensor_is_an_index_under_any_numpy():
     assert tl.tensor.__dict__.get("__index__") is before
 
 
+@pytest.mark.skipif(not INTERPRET, reason="about the interpreter (and a GPU compiles no kernel from python -c)")
 def test_tl_sum_works_when_triton_language_was_imported_first():
     """`import triton.language` before `import course_utils` leaves Triton's own jit functions
     compiled-mode objects on a CPU; a kernel that calls tl.sum must still run in the interpreter."""
