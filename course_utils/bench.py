@@ -111,6 +111,15 @@ def model_ms_at(counted, counted_n: int, model_n: int, flops: float = 0, gpu: Ce
     return model_ms(counted.bytes * model_n / counted_n, counted.launches, flops, gpu)
 
 
+def ms_or_model(fn, small, counted_n: int, model_n: int) -> float:
+    """Milliseconds of fn(): measured on a GPU. Without one, a MODEL: the trips of small() (the same
+    work on a small copy of counted_n elements, what the interpreter can run) scaled to model_n."""
+    if on_gpu():
+        return time(fn)
+    from . import trips
+    return model_ms_at(trips.count(small), counted_n, model_n)
+
+
 # --- ceilings ------------------------------------------------------------------------------------
 _measured: dict[str, Ceilings] = {}
 
@@ -206,6 +215,25 @@ class Report:
         """How many times faster `a` runs than `b` (time of b / time of a); nan if one is not written.
         Without a GPU this is the speedup of the model, not a measurement."""
         return self._ms(b) / self._ms(a)
+
+    def verdict(self, mine: str, *, eager: str, rival: str = "torch.compile", of_copy: float = 0.92,
+                vs_rival: float = 0.97) -> str:
+        """`mine` against a lesson's targets, from this report's rows: its share of the copy ceiling and
+        its speed relative to `rival` (measured only), and to `eager`. Without a GPU, the model's ratios."""
+        row = next((r for r in self.rows if r["impl"] == mine), None)
+        if row is None:
+            raise KeyError(f"no implementation named {mine!r}; have {[r['impl'] for r in self.rows]}")
+        if row["status"] != "ok":
+            return f"{mine} is not written yet"
+        vs, ve = self.speedup(mine, rival), self.speedup(mine, eager)
+        if not self.measured:
+            return (f"{mine}: {ve:.2f}x {eager} and {vs:.2f}x {rival} (MODEL). The model prices bytes and launches "
+                    "only, so every one-kernel version ties; how close yours comes to the copy ceiling needs a GPU.")
+        share = row["of copy ceiling"]
+        met = lambda ok: "met" if ok else "NOT met"  # noqa: E731
+        return (f"{mine}: {share:.1%} of the copy ceiling; {vs:.3f}x the speed of {rival}; {ve:.2f}x {eager} "
+                f"(measured)\n  targets on the course's H100: >= {of_copy:.0%} of the copy ceiling "
+                f"({met(share >= of_copy)}), >= {vs_rival}x {rival} ({met(vs >= vs_rival)})")
 
     def header(self, key: str) -> str:
         return dict(self.columns)[key]

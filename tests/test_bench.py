@@ -159,3 +159,29 @@ def test_time_back_to_back_divides_by_the_calls():
     calls = []
     per_call = bench.time(lambda: calls.append(1), calls=7, warmup=0, rep=1)
     assert per_call >= 0 and len(calls) % 7 == 0
+
+
+def test_verdict_reads_the_targets_off_the_report():
+    rows = [{"impl": "eager", "status": "ok", "ms": 2.0, "of copy ceiling": 0.45},
+            {"impl": "torch.compile", "status": "ok", "ms": 1.0, "of copy ceiling": 0.9},
+            {"impl": "yours", "status": "ok", "ms": 1.05, "of copy ceiling": 0.86},
+            {"impl": "stub", "status": "not written yet"}]
+    measured = bench.Report("t", rows, [("ms", "ms")], [], measured=True)
+    line = measured.verdict("yours", eager="eager")
+    assert "86.0% of the copy ceiling; 0.952x the speed of torch.compile; 1.90x eager (measured)" in line
+    assert "92% of the copy ceiling (NOT met), >= 0.97x torch.compile (NOT met)" in line
+    assert "80% of the copy ceiling (met), >= 0.95x torch.compile (met)" in \
+        measured.verdict("yours", eager="eager", of_copy=0.8, vs_rival=0.95)
+    assert measured.verdict("stub", eager="eager") == "stub is not written yet"
+    model = bench.Report("t", [dict(r, **{"model ms": r.get("ms")}) for r in rows], [], [], measured=False)
+    assert "(MODEL)" in model.verdict("yours", eager="eager") and "copy ceiling needs a GPU" in model.verdict("yours", eager="eager")
+    with pytest.raises(KeyError):
+        measured.verdict("nobody", eager="eager")
+
+
+@pytest.mark.skipif(bench.on_gpu(), reason="without a GPU the time is the model of the small copy")
+def test_ms_or_model_models_the_small_copy_at_the_large_size():
+    import torch
+    x = torch.randn(1024)
+    # x + x reads x once and writes once: 8 bytes per element, one launch, at 2**28 elements
+    assert bench.ms_or_model(lambda: None, lambda: x + x, 1024, 2**28) == bench.model_ms(8 * 2**28, launches=1)
