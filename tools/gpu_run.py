@@ -6,6 +6,8 @@ docs/gpu-results/<gpu>.md.
     python3 tools/gpu_run.py 03 solutions/05_x.ipynb  those named (a path, a file name, or its start)
     python3 tools/gpu_run.py --tests                 the test suite (pytest tests), then every notebook
     python3 tools/gpu_run.py --tests-only --select "tests/test_gpu.py"   a part of the test suite alone
+    python3 tools/gpu_run.py --merge build/gpu/*/*.md   fold reports that came back from other calls into
+                                                     docs/gpu-results/ (per section, the latest run wins)
     options: --out DIR (default $OUT, else build/gpu-run)  --timeout SECONDS per cell (300)  --fresh
 
 Each notebook runs in a fresh kernel of this very Python (no kernelspec needs installing), with its
@@ -273,6 +275,36 @@ def existing_sections(path: Path) -> dict:
             for m in SECTION.finditer(path.read_text(encoding="utf-8"))}
 
 
+def header_info(path: Path) -> dict:
+    rows = re.findall(r"^\| (\w+) \| (.+?) \|$", path.read_text(encoding="utf-8"), re.M)
+    return {k: v for k, v in rows if k in ("device", "capability", "driver", "torch", "cuda", "triton", "python", "date")}
+
+
+def merge(reports: list[Path], results: Path) -> int:
+    """Each device call is a fresh machine with the report as it was when the call started, so reports of
+    calls made side by side each lack the others' sections: keep, per section, the latest run."""
+    results.mkdir(parents=True, exist_ok=True)
+    by_file: dict[str, list[Path]] = {}
+    for r in reports:
+        by_file.setdefault(r.name, []).append(r)
+    for name, paths in by_file.items():
+        target = results / name
+        sections = existing_sections(target)
+        infos = [header_info(target)] if target.exists() else []
+        for p in paths:
+            infos.append(header_info(p))
+            for key, sec in existing_sections(p).items():
+                if key not in sections or sec[2] >= sections[key][2]:
+                    sections[key] = sec
+        info = max(infos, key=lambda i: i.get("date", ""))
+        order = {p.relative_to(ROOT).as_posix(): i for i, p in enumerate(all_notebooks())}
+        sections = dict(sorted(sections.items(), key=lambda kv: (not kv[0].startswith("pytest "),
+                                                                 order.get(kv[0], len(order)), kv[0])))
+        target.write_text(report(info, sections), encoding="utf-8")
+        print(f"gpu_run: merged {len(paths)} report(s) into {target} ({len(sections)} sections)")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("notebooks", nargs="*", help="solution notebooks to run (default: all)")
@@ -285,7 +317,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tests-only", action="store_true", help="run the test suite and no notebook")
     ap.add_argument("--select", default="tests", help="what pytest runs, e.g. \"tests -k 'not TestLive'\" "
                     "(default: tests); each selection is a section of its own")
+    ap.add_argument("--merge", nargs="+", type=Path, metavar="REPORT",
+                    help="merge these reports into --results instead of running anything")
     args = ap.parse_args(argv)
+    if args.merge:
+        return merge(args.merge, args.results)
     try:
         import ipykernel  # noqa: F401
         import nbclient  # noqa: F401
