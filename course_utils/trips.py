@@ -4,7 +4,9 @@
     t.launches, t.bytes_read, t.bytes_written, t.kernels
 
 PyTorch operators are counted as they are dispatched: one launch each, reading their input tensors
-and writing their outputs. Triton kernels are counted by what they really load and store, by
+and writing their outputs (a matmul is one library call, cuBLAS on a GPU: its operands read once, its
+output written once). A graph compiled by Inductor (count_compiled, trips.compile) is counted kernel by
+kernel from Inductor's own plan, with the buffers that pass between its kernels. Triton kernels are counted by what they really load and store, by
 running them in the instrumented interpreter (on a GPU, on copies of the arguments, before the
 real launch). Bytes are *distinct* bytes per kernel, what a perfect cache would fetch from HBM;
 `requested_*` adds up every load and store as issued, so re-reads show up there.
@@ -23,7 +25,8 @@ from .environment import INTERPRET, in_notebook
 # Operators that launch no kernel: allocation, metadata, scalar reads.
 _NO_KERNEL = {"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "set_", "resize_",
               "_local_scalar_dense", "lift_fresh", "size", "stride", "is_same_size", "record_stream", "sym_size",
-              "sym_stride", "sym_numel", "sym_storage_offset", "is_nonzero", "equal"}
+              "sym_stride", "sym_numel", "sym_storage_offset", "is_nonzero", "equal",
+              "_unsafe_view"}   # a view that is not marked as one (torch.matmul reshapes with it)
 # In-place operators that overwrite `self` without reading it.
 _active: list = []   # the counts in progress, innermost last (for trips.compile)
 _WRITE_ONLY_SELF = {"copy_", "fill_", "zero_", "normal_", "uniform_", "random_", "bernoulli_", "exponential_"}
@@ -33,7 +36,8 @@ _WRITE_ONLY_SELF = {"copy_", "fill_", "zero_", "normal_", "uniform_", "random_",
 class Kernel:
     """One launch: its name, and what it moved."""
     name: str
-    kind: str                       # "torch" or "triton"
+    kind: str                       # "torch", "triton", "library" (a matmul: cuBLAS on a GPU), "inductor"
+                                    # (a kernel Inductor generated) or "extern" (another call it kept)
     bytes_read: int
     bytes_written: int
     requested_read: int
@@ -164,8 +168,12 @@ class _Recorder(TorchDispatchMode):
                 writes[t.data_ptr(), _distinct_bytes(t)] = _label(t)
         rb = sum(n for _, n in reads)
         wb = sum(n for _, n in writes)
+        # a matmul is one library call (cuBLAS on a GPU): its operands read once, its output written once
+        device = next((t.device.type for _, v in bound for t in _tensors(v)), "cpu")
+        lib = _library_name(name, device)
         self.trips.kernels.append(Kernel(
-            name=f"aten.{name}", kind="torch", bytes_read=rb, bytes_written=wb, requested_read=rb,
+            name=f"aten.{name}" + (f" ({lib})" if lib else ""), kind="library" if lib else "torch",
+            bytes_read=rb, bytes_written=wb, requested_read=rb,
             requested_written=wb, reads=_sum_by_label(reads), writes=_sum_by_label(writes)))
 
 
@@ -246,32 +254,283 @@ def count(fn, *args, **kwargs) -> Trips:
 
 
 def _counting_backend(sink):
-    """An Inductor backend that reports each run of a compiled graph as one row, through sink(row).
+    """An Inductor backend that reports each run of a compiled graph through sink(row), one row per
+    kernel Inductor generated and one per library call it kept (a matmul through cuBLAS).
 
-    Inductor's kernels bypass the dispatcher, so they are counted at the graph boundary: the number of
-    kernels Inductor generated, the graph's inputs read and its outputs written. With one generated
-    kernel that is exact; with several, intermediates between them are not seen (the row says so).
-    Library calls Inductor keeps (a matmul through cuBLAS) are not in the kernel count."""
+    Inductor's kernels bypass the dispatcher, so what they move is taken from Inductor's own plan:
+    after it has fused the graph into kernels (its post-fusion pass), each kernel's reads and writes
+    (Inductor's read_writes), in bytes, with the intermediates between kernels, evaluated for the
+    shapes of each run. If that plan cannot be read, the graph is counted at its boundary instead, in
+    one row that says so: its inputs read and its outputs written."""
     import torch._inductor.metrics as metrics
     from torch._inductor.compile_fx import compile_fx
 
     def backend(gm, example_inputs):
         before = metrics.generated_kernel_count
-        compiled = compile_fx(gm, example_inputs)
+        plans: list = []
+        with _inductor_plan_hook(plans):
+            compiled = compile_fx(gm, example_inputs)
         n_kernels = metrics.generated_kernel_count - before
+        plan = plans[-1] if plans and plans[-1] is not None else None
+        names = [n.name.removeprefix("l_").removeprefix("g_").strip("_") or n.name
+                 for n in gm.graph.nodes if n.op == "placeholder"]
 
         def run(*inputs):
             out = compiled(*inputs)
-            reads = _by_label({x.data_ptr(): x for x in _tensors(list(inputs))}.values())
-            writes = _by_label({x.data_ptr(): x for x in _tensors(out)}.values())
-            name = "compiled graph" + (f" ({n_kernels} kernels: traffic between them not counted)"
-                                       if n_kernels > 1 else "")
-            rb, wb = sum(reads.values()), sum(writes.values())
-            sink(Kernel(name=name, kind="inductor", bytes_read=rb, bytes_written=wb, requested_read=rb,
-                        requested_written=wb, reads=reads, writes=writes, launches=n_kernels))
+            rows = None
+            if plan is not None:
+                try:
+                    rows = plan.rows(inputs, names)
+                except Exception:   # an unexpected plan: count at the boundary rather than fail
+                    rows = None
+            for row in rows if rows is not None else [_boundary_row(inputs, out, n_kernels)]:
+                sink(row)
             return out
         return run
     return backend
+
+
+def _boundary_row(inputs, out, n_kernels) -> Kernel:
+    reads = _by_label({x.data_ptr(): x for x in _tensors(list(inputs))}.values())
+    writes = _by_label({x.data_ptr(): x for x in _tensors(out)}.values())
+    name = "compiled graph" + (f" ({n_kernels} kernels: traffic between them not counted)"
+                               if n_kernels > 1 else "")
+    rb, wb = sum(reads.values()), sum(writes.values())
+    return Kernel(name=name, kind="inductor", bytes_read=rb, bytes_written=wb, requested_read=rb,
+                  requested_written=wb, reads=reads, writes=writes, launches=max(n_kernels, 1))
+
+
+# A library call Inductor or eager PyTorch hands to a vendor library, and what to call it in a row.
+_LIBRARY = {"mm": "matmul", "addmm": "matmul", "bmm": "matmul", "baddbmm": "matmul", "addbmm": "matmul",
+            "mv": "matmul", "addmv": "matmul", "dot": "matmul", "_addmm_activation": "matmul",
+            "_int_mm": "matmul", "_scaled_mm": "matmul", "convolution": "convolution"}
+
+
+def _library_name(op: str, device_type: str) -> str | None:
+    what = _LIBRARY.get(op)
+    if what is None:
+        return None
+    lib = {"cuda": {"matmul": "cuBLAS", "convolution": "cuDNN"}}.get(device_type, {}).get(what, "library")
+    return f"{lib} {what}"
+
+
+@contextlib.contextmanager
+def _inductor_plan_hook(plans: list):
+    """While compiling, record Inductor's fused schedule of each graph into plans (None if unreadable).
+    Inductor's caches are turned off here: a graph loaded from a cache is never scheduled."""
+    import torch._inductor.config as iconfig
+
+    def post_fusion(nodes):
+        try:
+            plans.append(_Plan(nodes))
+        except Exception:
+            plans.append(None)
+        return nodes
+
+    patches = {"_post_fusion_custom_pass": post_fusion, "fx_graph_cache": False}
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(iconfig.patch({k: v for k, v in patches.items() if hasattr(iconfig, k)}))
+        try:
+            import torch._functorch.config as fconfig
+            if hasattr(fconfig, "enable_autograd_cache"):
+                stack.enter_context(fconfig.patch(enable_autograd_cache=False))
+        except ImportError:
+            pass
+        yield
+
+
+class _Plan:
+    """What Inductor's scheduler decided for one graph: its kernels and library calls in launch order,
+    each with the bytes it reads and writes per buffer, as sizes that may depend on the input shapes."""
+
+    def __init__(self, nodes):
+        from torch._inductor import ir
+        from torch._inductor.dependencies import StarDep, WeakDep
+        from torch._inductor.scheduler import ExternKernelSchedulerNode, NopKernelSchedulerNode
+        from torch._inductor.virtualized import V
+
+        graph = V.graph
+        self.inputs = list(graph.graph_input_names)
+        # an input's shape, as expressions, to find the value of each shape symbol at run time
+        self.input_sizes = [_sizes_of(graph.graph_inputs[n]) for n in self.inputs]
+        self.buffers: dict = {}     # name -> (dtype, shape expressions)
+        self.steps: list = []       # (name, kind, {buffer: numel expr}, {buffer: numel expr})
+        outputs = set(graph.get_output_names())
+
+        made_by: dict = {}          # buffer -> the step of the library call that wrote it
+
+        def shape(name):
+            if name not in self.buffers:
+                self.buffers[name] = (graph.get_dtype(name), _sizes_of(graph.graph_inputs.get(name) or
+                                                                          graph.get_buffer(name)))
+            return name
+
+        def target(name):
+            """A buffer that only mutates another (an input updated in place) is that other's bytes."""
+            try:
+                mutated = graph.get_buffer(name).get_mutation_names()
+            except Exception:
+                mutated = []
+            return mutated[0] if len(mutated) == 1 else name
+
+        def numel(dep, name):
+            whole = graph.get_numel(name)
+            if isinstance(dep, StarDep) or dep.is_indirect():
+                return whole
+            return _smaller(dep.get_numel(), whole)
+
+        for node in nodes:
+            if isinstance(node, NopKernelSchedulerNode):
+                continue
+            if isinstance(node, ExternKernelSchedulerNode) and isinstance(node.node, ir.MultiOutput):
+                # one output of a library call that returns several: written by that call
+                parent = next(iter(d.name for d in node.read_writes.reads), None)
+                if parent in made_by:
+                    made_by[parent][3][shape(node.node.get_name())] = graph.get_numel(node.node.get_name())
+                continue
+            inside = {n.get_name() for n in node.get_nodes()}
+            written = {d.name for d in node.read_writes.writes if not isinstance(d, WeakDep)}
+            reads, writes = {}, {}
+            for dep in node.read_writes.reads:
+                if isinstance(dep, WeakDep) or dep.name in written or not _is_tensor(graph, dep.name):
+                    continue
+                reads[shape(dep.name)] = _larger(reads.get(dep.name), numel(dep, dep.name))
+            for dep in node.read_writes.writes:
+                if isinstance(dep, WeakDep) or not _is_tensor(graph, dep.name):
+                    continue
+                users = node.scheduler.name_to_buf[dep.name].users if dep.name in node.scheduler.name_to_buf else ()
+                kept = (dep.name in outputs or dep.name in graph.graph_inputs or not users or
+                        any(getattr(u.node, "get_name", lambda: None)() not in inside for u in users))
+                if kept:
+                    buf = target(dep.name)
+                    writes[shape(buf)] = _larger(writes.get(buf), numel(dep, buf))
+            device = node.get_device()
+            device_type = device.type if device is not None else "cpu"
+            if isinstance(node, ExternKernelSchedulerNode):
+                op = _extern_op(node.node)
+                lib = _library_name(op, device_type)
+                name = f"extern {op}" + (f" ({lib})" if lib else "")
+                self.steps.append([name, "library" if lib else "extern", reads, writes, None])
+                made_by.update((d.name, self.steps[-1]) for d in node.read_writes.writes)
+            else:
+                group = self.steps[-1] if self.steps else None
+                if device_type == "cpu" and not node.is_template() and group is not None \
+                        and group[1] == "inductor" and group[4] is not None:
+                    # on a CPU Inductor writes consecutive kernels into one C++ function, one call:
+                    # what it wrote before, it reads back inside that call
+                    group[4].extend(node.get_nodes())
+                    for buf, count in reads.items():
+                        if buf not in group[3]:
+                            group[2][buf] = _larger(group[2].get(buf), count)
+                    for buf, count in writes.items():
+                        group[3][buf] = _larger(group[3].get(buf), count)
+                    continue
+                self.steps.append([None, "inductor", reads, writes,
+                                   list(node.get_nodes()) if device_type == "cpu" else None])
+                self.steps[-1][0] = _kernel_name(node.get_nodes(), device_type)
+        for step in self.steps:
+            if step[1] == "inductor" and step[4] is not None:
+                step[0] = _kernel_name(step[4], "cpu")
+            del step[4:]
+
+    def rows(self, inputs, labels) -> list:
+        import sympy
+        tensors = list(inputs)
+        values: dict = {}
+        if len(tensors) != len(self.inputs):
+            tensors = []     # inputs Inductor merged or added: only shapes known when compiling can be read
+        for sizes, value in zip(self.input_sizes, tensors):
+            if isinstance(value, torch.Tensor):
+                for expr, n in zip(sizes, value.shape):
+                    if isinstance(expr, sympy.Symbol):
+                        values[expr] = n
+            elif isinstance(sizes, sympy.Symbol) and isinstance(value, int):
+                values[sizes] = value
+        names = dict(zip(self.inputs, labels)) if len(labels) == len(self.inputs) else {}
+
+        def n(expr) -> int:
+            return int(sympy.sympify(expr).subs(values))
+
+        def label(buf):
+            dtype, sizes = self.buffers[buf]
+            shape = [n(s) for s in sizes] if isinstance(sizes, (list, tuple)) else []
+            fake = torch.empty(0, dtype=dtype)
+            return f"{names.get(buf, buf)} {_label(fake).split('[')[0]}{shape}"
+
+        def sized(deps):
+            out = {}
+            for buf, count in deps.items():
+                size = n(count) * self.buffers[buf][0].itemsize
+                out[label(buf)] = out.get(label(buf), 0) + size
+            return out
+
+        rows = []
+        for name, kind, reads, writes in self.steps:
+            r, w = sized(reads), sized(writes)
+            rb, wb = sum(r.values()), sum(w.values())
+            rows.append(Kernel(name=name, kind=kind, bytes_read=rb, bytes_written=wb, requested_read=rb,
+                               requested_written=wb, reads=r, writes=w))
+        return rows
+
+
+def _sizes_of(node):
+    import sympy
+    if isinstance(node, sympy.Expr):
+        return node
+    try:
+        return list(node.get_size())
+    except Exception:
+        return []
+
+
+def _is_tensor(graph, name) -> bool:
+    import sympy
+    value = graph.graph_inputs.get(name)
+    if value is not None:
+        return not isinstance(value, sympy.Expr) and hasattr(value, "get_size")
+    try:
+        graph.get_dtype(name)
+        return graph.get_buffer(name) is not None
+    except Exception:
+        return False
+
+
+def _smaller(a, b):
+    import sympy
+    try:
+        return sympy.Min(a, b) if (a - b).free_symbols else (a if a <= b else b)
+    except TypeError:
+        return sympy.Min(a, b)
+
+
+def _larger(a, b):
+    import sympy
+    if a is None:
+        return b
+    try:
+        return sympy.Max(a, b) if (a - b).free_symbols else (a if a >= b else b)
+    except TypeError:
+        return sympy.Max(a, b)
+
+
+def _extern_op(node) -> str:
+    """mm for extern_kernels.mm or aten.mm.default: the operator's short name."""
+    op = getattr(node, "op_overload", None)
+    if op is not None and hasattr(op, "_overloadpacket"):
+        return op._overloadpacket.__name__
+    name = getattr(node, "python_kernel_name", None) or type(node).__name__
+    return str(name).split(".")[-2 if str(name).endswith(("default", "out")) else -1]
+
+
+def _kernel_name(nodes, device_type: str) -> str:
+    """The descriptive name Inductor gives the kernel (triton_fused_add_gelu), less its category
+    (poi, red, per) and index, which it picks later."""
+    try:
+        from torch._inductor.utils import get_fused_kernel_name
+        fused = get_fused_kernel_name(nodes, "original_aten")
+    except Exception:
+        fused = "_".join(n.get_name() for n in nodes)
+    return f"{'triton' if device_type == 'cuda' else 'cpp'}_{fused}"
 
 
 def count_compiled(fn, *args, **compile_options) -> Trips:
