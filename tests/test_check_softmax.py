@@ -1,0 +1,37 @@
+"""check.softmax passes right kernels, written four ways, and rejects the stub, realistic wrong kernels
+(each with its diagnosis) and right numbers that cost too many launches or bytes."""
+import pytest
+
+from course_utils import check
+import softmax_kernels as k
+
+
+@pytest.mark.parametrize("right", [k.softmax, k.softmax_8_warps, k.softmax_4_rows, k.softmax_persistent,
+                                   k.softmax_loop])
+def test_softmax_accepts_correct_kernels(right):
+    r = check.softmax(right)
+    assert "✓" in repr(r) and r.traffic.launches == 1
+    assert r.traffic.bytes == 4 * 2 * 16 * 300
+
+
+@pytest.mark.parametrize("wrong, message", [
+    (k.softmax_stub, "still the stub"),
+    (k.sm_no_max, r"(?s)are NaN.*where the answer is finite. exp\(\) overflowed.*Subtract each row's max first.*rows near 100"),
+    (k.sm_pad_zero, r"(?s)masked lanes past the end of the row count as 0: here 32 of them.*other=-float\('inf'\).*\(8, 96\)"),
+    (k.sm_pad_zero_max_only, r"(?s)underflowed to 0.*Did a masked lane, loaded as 0, win the max.*near −120"),
+    (k.sm_max_in_numerator_only, r"the numerator subtracts the max but the sum does not"),
+    (k.sm_not_divided, r"(?s)not normalised.*sum to between"),
+    (k.sm_unmasked, r"Out-of-bounds load in kernel `_row_kernel`.*is the tail masked"),
+    (k.sm_columns, r"each column of every group of 4 rows is normalised.*axis=1"),
+    (k.sm_flat_blocks, r"(each block of 256 consecutive elements of the flattened x|each run of 2 rows) is normalised"),
+    (k.sm_two_kernels, r"2 launches where 1 should do: this is not fused"),
+    (k.sm_eager_chain, r"5 launches where 1 should do"),
+    (k.sm_scratch, r"moved 76800 bytes; the budget is 38400"),
+    (k.sm_torch, r"with PyTorch \(aten._softmax\), not with a Triton kernel"),
+    (k.sm_fp32_out, r"returned torch.float32 for torch.float16 inputs"),
+    (lambda x: None, "returned None"),
+    ("softmax", r"takes your function itself"),
+])
+def test_softmax_rejects(wrong, message):
+    with pytest.raises(check.CheckFailed, match=message):
+        check.softmax(wrong)
