@@ -1,0 +1,223 @@
+"""Checker for lesson 08: online_softmax(x) -> y, the softmax over the last dimension of a 2-D x for rows
+longer than any one block, in at most two reads and one write of x."""
+from __future__ import annotations
+
+import torch
+
+from .. import trips
+from ..environment import DEVICE, INTERPRET, ON_GPU, pick
+from ._core import CheckFailed, Passed, compare, fail, run, unwritten
+
+__all__ = ["online_softmax"]
+
+NAME = "online_softmax"
+LONG = 2**20 + 17     # Triton caps a block at 2**20 elements: no single block can hold this row
+INF = float("inf")
+
+# the tolerance for y: relative, since a softmax output may be 1e-20 and still matter; fp16 stores
+# about 3 significant digits, and below 6e-5 its spacing is 6e-8
+_TOL = {torch.float32: dict(rtol=1e-4, atol=1e-8), torch.float16: dict(rtol=2e-3, atol=1e-7)}
+
+_NAN_NO_HINT = "Is something divided by 0, or is inf − inf computed?"
+_HINT_HUGE = ("exp of a large value is inf (fp32 overflows past exp(88.7)), and inf / inf = NaN. Subtract "
+              "the running max before exp: every exp(x − m) is then at most 1, however large x is.")
+_HINT_LEADING_INF = ("These rows start with a whole block of −inf. While the running max m_new is still −inf, "
+                     "exp(m_old − m_new) and exp(x − m_new) are exp(−inf − (−inf)) = exp(NaN) = NaN, and the NaN "
+                     "spreads to the sum. Subtract 0 instead while nothing finite has been seen: "
+                     "m_safe = tl.where(m_new == float(\"-inf\"), 0.0, m_new).")
+_HINT_NEGATIVE = ("These rows hold values near −10,000 only. If the running max starts at 0 (or the padded lanes "
+                  "load 0), every exp(x − m) underflows to 0 and 0 / 0 = NaN. Start m at −inf and load the "
+                  "padded lanes as −inf (other=float(\"-inf\")).")
+_HINT_ONE_HOT = ("A row with one large value: exp(x − m) overflows if m is not that value. Does walk 2 subtract "
+                 "the max of the whole row, the m that walk 1 ended with?")
+
+
+# --- the cases: ordinary rows first, then the adversarial ones ----------------------------------------
+def _cases(dtype):
+    big = 1e4 if dtype == torch.float16 else 1e37      # near the top of the dtype's range
+    shapes = [(4, 3000), (1, 1), (7, 37), (3, 5000), (2, 6151), pick(gpu=(64, 70_001), cpu=(2, 9000))]
+    for m, n in shapes:
+        yield f"{m}x{n}", 3 * torch.randn(m, n), _NAN_NO_HINT
+
+    x = 1e4 + 100 * torch.randn(4, 3000)                # far past exp's range, exact differences
+    x[3] = (big * torch.randn(3000)).clamp(-6e4, 6e4) if dtype == torch.float16 else big * torch.randn(3000)
+    yield "huge values (1e4 and beyond)", x, _HINT_HUGE
+
+    n = 4000                                          # every block raises the max: each step rescales
+    yield "max rising along the row", torch.linspace(0, 40, n).repeat(4, 1) + 0.1 * torch.randn(4, n), _NAN_NO_HINT
+
+    x = torch.zeros(3, 3000)
+    x[0, 0], x[1, 1700], x[2, -1] = 1e4, 1e4, 1e4      # first, middle and last column
+    yield "one-hot rows", x, _HINT_ONE_HOT
+
+    x = torch.tensor([-1e4, 0.0, 7.0, 1e4]).repeat_interleave(3000).view(4, 3000)
+    yield "rows of equal values (−1e4, 0, 7, 1e4)", x, _HINT_NEGATIVE
+
+    x = 3 * torch.randn(4, 3000)
+    x[torch.rand(4, 3000) < 0.3] = -INF
+    yield "−inf entries (30%)", x, _NAN_NO_HINT
+
+    x = 3 * torch.randn(3, 20_000)
+    x[0, :16_400], x[1, :5000] = -INF, -INF            # a whole first block of −inf, for blocks up to 16384
+    yield "rows starting with 16,400 and 5,000 −inf", x, _HINT_LEADING_INF
+
+    if dtype == torch.float32 or not INTERPRET:         # the interpreter walks this row slowly: once is enough
+        yield f"one row of {LONG:,} (longer than any block)", 3 * torch.randn(1, LONG), _NAN_NO_HINT
+
+
+# --- what the usual mistakes produce, for blocks of b columns -------------------------------------------
+def _blocks(xd, b, pad):
+    m, n = xd.shape
+    c = -(-n // b)
+    padded = torch.full((m, c * b), pad, dtype=xd.dtype)
+    padded[:, :n] = xd
+    return padded.view(m, c, b)
+
+
+def _mistakes(xd, b):
+    """(y, diagnosis) for each usual mistake of a kernel that walks the row in blocks of b columns."""
+    blocks = _blocks(xd, b, -INF)
+    bmax = blocks.amax(-1)                                   # each block's max
+    run_max = torch.cummax(bmax, dim=1).values               # the running max after each block
+    m = run_max[:, -1:]
+    safe = torch.where(run_max == -INF, 0.0, run_max)
+    bsum = torch.exp(blocks - safe[..., None]).sum(-1)        # each block's sum, relative to the running max
+    e = torch.exp(xd - m)
+    s = e.sum(-1, keepdim=True)
+    p0 = _blocks(xd, b, 0.0).flatten(1)                      # padded lanes that loaded 0
+    m0 = p0.amax(-1, keepdim=True)
+    nan_rows = torch.where((bmax[:, :1] == -INF), torch.nan, e / s)
+    return [
+        (e / bsum.sum(-1, keepdim=True),
+         "the running sum is not rescaled when the max changes. The old s holds exp(x − m_old) terms; once "
+         "the max grows to m_new they must become exp(x − m_new), so multiply s by exp(m_old − m_new) before "
+         "adding the new block: s = s * exp(m_old − m_new) + sum(exp(x − m_new)). Every y comes out too small: each "
+         "row sums to less than 1."),
+        (e / (bsum * torch.exp(m - safe)).sum(-1, keepdim=True),
+         "the rescale factor is upside down: exp(m_new − m_old) is ≥ 1 and blows the old sum up. Moving a sum "
+         "from the old max to the new, larger one multiplies it by exp(m_old − m_new) ≤ 1."),
+        (torch.exp(xd - bmax[:, -1:]) / s,
+         "walk 2 subtracts the max of the last block, not of the whole row: the sum s was taken relative to "
+         "the row's max m, so y = exp(x − m) / s needs that same m (the final running max)."),
+        (torch.exp(xd - m0) / torch.exp(p0 - m0).sum(-1, keepdim=True),
+         f"the padded lanes past the end of the row load 0 (other=0.0), so each adds exp(0 − m) to the sum "
+         f"(here {(-xd.shape[1]) % b} per row). Load them as −inf: "
+         "other=float(\"-inf\"), and exp(−inf − m) = 0 adds nothing."),
+        (nan_rows,
+         "rows that start with a whole block of −inf come out NaN: while the running max is still −inf, "
+         "exp(−inf − (−inf)) = NaN. Subtract 0 instead until a finite value has been seen: "
+         "m_safe = tl.where(m_new == float(\"-inf\"), 0.0, m_new)."),
+    ]
+
+
+def _all_mistakes(xd):
+    n = xd.shape[1]
+    if n > 100_000:       # the long row is there for one-block kernels; the short rows catch these
+        return
+    b = 16
+    while b < 2 * n:
+        yield from _mistakes(xd, b)
+        b *= 2
+
+
+# --- comparing ------------------------------------------------------------------------------------------
+def _row_sums(out):
+    sums = out.double().sum(-1)
+    sums = sums[torch.isfinite(sums)]
+    if sums.numel() == 0:
+        return ""
+    lo, hi = float(sums.min()), float(sums.max())
+    return f" Your rows sum to {lo:.4g}" + (f" … {hi:.4g}" if hi - lo > 1e-6 else "") + " (each should sum to 1)."
+
+
+def _verify(out, x, label, hint):
+    xd = x.double()
+    ref = torch.softmax(xd, dim=-1)
+    tol = _TOL[x.dtype]
+    name = f"{NAME}, {str(x.dtype)[6:]} {label}"
+    if isinstance(out, torch.Tensor) and out.shape == x.shape and out.dtype == x.dtype and out.device == x.device:
+        never = unwritten(out).cpu()
+        if bool(never.any()) and not bool(never.all()):
+            first = never.int().argmax(-1)               # first unwritten column of each row
+            cols = torch.arange(x.shape[1])
+            if bool((never == (cols >= first[:, None])).all()) and bool(never[:, -1].all()):
+                c = int(first.min())
+                fail(f"`{name}`: only the first {c:,} columns of each row were written, the rest still hold the "
+                     f"poison the check put in fresh memory. The kernel handles one block of each row: a row longer "
+                     f"than BLOCK needs a loop over it, BLOCK columns at a time.")
+        got = out.double().cpu()                          # the diagnosis runs on the CPU, in float64
+        want = ref.to(x.dtype).double().cpu()
+        if not bool(never.any()) and not bool(torch.isclose(got, want, **tol, equal_nan=True).all()):
+            if bool(torch.isnan(got).all()) and bool(torch.isfinite(want).all()):
+                fail(f"`{name}`: every element is NaN. The first block multiplies s = 0 by the rescale factor: "
+                     "exp(m_old − m_new) = exp(−inf − m_new) = 0 is harmless, but the inverted exp(m_new − m_old) "
+                     "= exp(+inf) = inf, and 0 · inf = NaN. The old sum was taken relative to the old max; moving "
+                     "it to the new, larger max multiplies it by exp(m_old − m_new) ≤ 1.")
+            for alt, message in _all_mistakes(xd.cpu()):
+                if bool(torch.isclose(got, alt.to(x.dtype).double(), **tol, equal_nan=True).all()):
+                    fail(f"`{name}`: {message}")
+    try:
+        compare(out, ref.to(x.dtype), name=name, like=x, tol=tol, overflow_hint=hint)
+    except CheckFailed as e:
+        extra = _row_sums(out) if isinstance(out, torch.Tensor) and out.shape == x.shape else ""
+        raise CheckFailed(str(e) + extra) from None
+
+
+def _call(fn, x, label):
+    try:
+        return run(fn, x, name=NAME)
+    except CheckFailed as e:
+        if "maximum tensor numel" not in str(e) and "larger than Triton allows" not in str(e):
+            raise
+        raise CheckFailed(
+            f"`{NAME}` failed on {label}: Triton refuses a block of more than 2**20 = {2**20:,} elements, and one "
+            f"block holding this row would need {1 << (x.shape[1] - 1).bit_length():,}. One block per row cannot hold "
+            "this row. Loop over the row BLOCK columns at a time (BLOCK in the thousands): walk 1 keeps the running "
+            f"max and sum, walk 2 writes y.\n(What Triton said: {str(e).splitlines()[0]})") from None
+
+
+# --- the byte budget --------------------------------------------------------------------------------------
+def _budget(fn, dtype):
+    m, n = 4, 3000
+    x = (3 * torch.randn(m, n)).to(dtype).to(DEVICE)
+    t = trips.count(run, fn, x, name=NAME, poison=False)
+    if t.launches == 0:
+        fail(f"`{NAME}` launched no kernel at all: did it compute on the CPU side, or return early?")
+    foreign = [k.name for k in t.kernels if k.kind != "triton"]
+    if foreign:
+        fail(f"`{NAME}` computes the right numbers, but with PyTorch ({', '.join(foreign)}), not with a Triton "
+             f"kernel of yours.\n{t.table()}")
+    if t.launches > 1:
+        fail(f"`{NAME}` made {t.launches} launches where 1 should do: every launch writes its result to HBM and "
+             f"the next reads it back.\n{t.table()}")
+    xb = m * n * dtype.itemsize
+    reads, writes = t.requested_read / xb, t.requested_written / xb
+    if reads > 2.05 or writes > 1.05:
+        fail(f"`{NAME}` gives the right numbers but its loads read x {reads:.2f} times and its stores write it "
+             f"{writes:.2f} times ({str(dtype)[6:]}, {m} x {n}); the budget is 2 reads + 1 write. "
+             + ("Three walks, max, then sum, then write? The online recurrence takes the max and the sum in one "
+                "walk: s = s * exp(m_old − m_new) + sum(exp(x − m_new))." if reads > 2.05 else
+                "Is y written more than once, e.g. unnormalised first and fixed up after?")
+             + f"\n{t.table()}")
+    return t
+
+
+def online_softmax(fn) -> Passed:
+    """fn(x) -> y: torch.softmax(x, dim=-1) for a contiguous 2-D x in fp32 or fp16, for rows of any length
+    (one row of 2**20 + 17 included, longer than any block Triton allows), in one launch that reads x at
+    most twice and writes y once."""
+    result = Passed(NAME)
+    if ON_GPU and not INTERPRET:   # replay one case through the bounds-checked interpreter
+        with trips.counting():
+            run(fn, torch.randn(3, 3000, device=DEVICE), name=NAME)
+    for dtype in (torch.float32, torch.float16):
+        for label, x, hint in _cases(dtype):
+            x = x.to(dtype).to(DEVICE)
+            _verify(_call(fn, x, label), x, label, hint)
+            result.cases.append(f"{str(dtype)[6:]} {label}")
+    for dtype in (torch.float32, torch.float16):
+        t = _budget(fn, dtype)
+        if dtype == torch.float32:
+            result.traffic = t
+    return result
+

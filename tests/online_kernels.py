@@ -1,0 +1,208 @@
+"""Kernels for tests/test_check_online.py: right and wrong answers to online_softmax(x) -> y, the softmax
+over the last dimension of a 2-D x for rows longer than one block."""
+import torch
+import triton
+import triton.language as tl
+
+# mistakes, picked by a constexpr so that one kernel holds every variant (tl.constexpr: a compiled
+# kernel may read a global only if it is one)
+RIGHT, NOT_RESCALED, INVERTED, NAN_CHUNK, PAD_ZERO, LAST_MAX, M_FROM_ZERO = map(tl.constexpr, range(7))
+
+
+@triton.jit
+def _online_kernel(x_ptr, y_ptr, N, BLOCK: tl.constexpr, MISTAKE: tl.constexpr):
+    # one program per row: walk 1 keeps the running max m and the running sum s (relative to m),
+    # walk 2 writes exp(x - m) / s
+    base = tl.program_id(0).to(tl.int64) * N
+    if MISTAKE == M_FROM_ZERO:
+        m = 0.0
+    else:
+        m = float("-inf")
+    m_blk = float("-inf")
+    s = 0.0
+    for start in range(0, N, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        if MISTAKE == PAD_ZERO:
+            x = tl.load(x_ptr + base + cols, mask=cols < N, other=0.0).to(tl.float32)
+        else:
+            x = tl.load(x_ptr + base + cols, mask=cols < N, other=float("-inf")).to(tl.float32)
+        m_blk = tl.max(x, axis=0)
+        m_new = tl.maximum(m, m_blk)
+        if MISTAKE == NAN_CHUNK:
+            m_safe = m_new
+        else:
+            m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+        if MISTAKE == NOT_RESCALED:
+            s = s + tl.sum(tl.exp(x - m_safe), axis=0)
+        elif MISTAKE == INVERTED:
+            s = s * tl.exp(m_safe - m) + tl.sum(tl.exp(x - m_safe), axis=0)
+        else:
+            s = s * tl.exp(m - m_safe) + tl.sum(tl.exp(x - m_safe), axis=0)
+        m = m_new
+    if MISTAKE == LAST_MAX:
+        m = m_blk
+    for start in range(0, N, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + base + cols, mask=cols < N, other=float("-inf")).to(tl.float32)
+        tl.store(y_ptr + base + cols, (tl.exp(x - m) / s).to(y_ptr.dtype.element_ty), mask=cols < N)
+
+
+def _online(x, block=1024, mistake=RIGHT):
+    y = torch.empty_like(x)
+    M, N = x.shape
+    _online_kernel[(M,)](x, y, N, BLOCK=min(block, triton.next_power_of_2(N)), MISTAKE=mistake.value)
+    return y
+
+
+def online_softmax(x):
+    """Right: the lesson's kernel, blocks of 1024."""
+    return _online(x)
+
+
+def online_softmax_2048(x):
+    """Right, another block size."""
+    return _online(x, 2048)
+
+
+def online_softmax_4096(x):
+    """Right, another block size (a 5000-column row is two blocks, one of them ragged)."""
+    return _online(x, 4096)
+
+
+@triton.jit
+def _lanes_kernel(x_ptr, y_ptr, N, BLOCK: tl.constexpr):
+    # right, written differently: every lane keeps its own running max and sum; they are merged once
+    base = tl.program_id(0).to(tl.int64) * N
+    m = tl.full([BLOCK], float("-inf"), tl.float32)
+    s = tl.zeros([BLOCK], tl.float32)
+    for start in range(0, N, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + base + cols, mask=cols < N, other=float("-inf")).to(tl.float32)
+        m_new = tl.maximum(m, x)
+        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+        s = s * tl.exp(m - m_safe) + tl.exp(x - m_safe)
+        m = m_new
+    m_row = tl.max(m, axis=0)
+    s_row = tl.sum(tl.where(m == float("-inf"), 0.0, s * tl.exp(m - m_row)), axis=0)
+    for start in range(0, N, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + base + cols, mask=cols < N, other=float("-inf")).to(tl.float32)
+        tl.store(y_ptr + base + cols, (tl.exp(x - m_row) / s_row).to(y_ptr.dtype.element_ty), mask=cols < N)
+
+
+def online_softmax_lanes(x):
+    """Right, written differently: per-lane running max and sum, blocks of 2048."""
+    y = torch.empty_like(x)
+    _lanes_kernel[(x.shape[0],)](x, y, x.shape[1], BLOCK=min(2048, triton.next_power_of_2(x.shape[1])))
+    return y
+
+
+@triton.jit
+def _three_pass_kernel(x_ptr, y_ptr, N, BLOCK: tl.constexpr):
+    # right numbers, over budget: the max, then the sum, then the write, each a walk that reads x
+    base = tl.program_id(0).to(tl.int64) * N
+    m = float("-inf")
+    for start in range(0, N, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + base + cols, mask=cols < N, other=float("-inf")).to(tl.float32)
+        m = tl.maximum(m, tl.max(x, axis=0))
+    s = 0.0
+    for start in range(0, N, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + base + cols, mask=cols < N, other=float("-inf")).to(tl.float32)
+        s += tl.sum(tl.exp(x - m), axis=0)
+    for start in range(0, N, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + base + cols, mask=cols < N, other=float("-inf")).to(tl.float32)
+        tl.store(y_ptr + base + cols, (tl.exp(x - m) / s).to(y_ptr.dtype.element_ty), mask=cols < N)
+
+
+def three_pass(x):
+    """Right numbers, 3 reads + 1 write: over the byte budget."""
+    y = torch.empty_like(x)
+    _three_pass_kernel[(x.shape[0],)](x, y, x.shape[1], BLOCK=min(4096, triton.next_power_of_2(x.shape[1])))
+    return y
+
+
+@triton.jit
+def _no_max_kernel(x_ptr, y_ptr, N, BLOCK: tl.constexpr):
+    # wrong on large values: sum exp(x) with no max subtracted, which overflows past x = 88
+    base = tl.program_id(0).to(tl.int64) * N
+    s = 0.0
+    for start in range(0, N, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        s += tl.sum(tl.exp(tl.load(x_ptr + base + cols, mask=cols < N, other=float("-inf")).to(tl.float32)), axis=0)
+    for start in range(0, N, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + base + cols, mask=cols < N, other=float("-inf")).to(tl.float32)
+        tl.store(y_ptr + base + cols, (tl.exp(x) / s).to(y_ptr.dtype.element_ty), mask=cols < N)
+
+
+def no_max(x):
+    """Wrong: the unsafe two-pass softmax, exp(x) / sum(exp(x)), which overflows on large values."""
+    y = torch.empty_like(x)
+    _no_max_kernel[(x.shape[0],)](x, y, x.shape[1], BLOCK=min(1024, triton.next_power_of_2(x.shape[1])))
+    return y
+
+
+@triton.jit
+def _one_block_kernel(x_ptr, y_ptr, N, BLOCK: tl.constexpr):
+    # lesson 06's kernel: the whole row in one block
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + row * N + cols, mask=cols < N, other=float("-inf")).to(tl.float32)
+    e = tl.exp(x - tl.max(x, axis=0))
+    tl.store(y_ptr + row * N + cols, (e / tl.sum(e, axis=0)).to(y_ptr.dtype.element_ty), mask=cols < N)
+
+
+def one_block(x):
+    """Wrong for long rows: one block of next_power_of_2(N), which Triton refuses past 2**20 elements."""
+    y = torch.empty_like(x)
+    _one_block_kernel[(x.shape[0],)](x, y, x.shape[1], BLOCK=triton.next_power_of_2(x.shape[1]))
+    return y
+
+
+def one_block_capped(x):
+    """Wrong for long rows: one block capped at 4096, so the rest of a longer row is never touched."""
+    y = torch.empty_like(x)
+    _one_block_kernel[(x.shape[0],)](x, y, x.shape[1], BLOCK=min(4096, triton.next_power_of_2(x.shape[1])))
+    return y
+
+
+def not_rescaled(x):
+    """Wrong: s += sum(exp(x - m_new)) without first rescaling the old s by exp(m_old - m_new)."""
+    return _online(x, mistake=NOT_RESCALED)
+
+
+def inverted(x):
+    """Wrong: the rescale factor upside down, exp(m_new - m_old); with m starting at -inf, 0 * inf = NaN."""
+    return _online(x, mistake=INVERTED)
+
+
+def nan_chunk(x):
+    """Wrong on a row that starts with a block of -inf: exp(-inf - -inf) = NaN."""
+    return _online(x, mistake=NAN_CHUNK)
+
+
+def pad_zero(x):
+    """Wrong: the masked lanes load 0 instead of -inf, so each adds exp(0 - m) to the sum."""
+    return _online(x, mistake=PAD_ZERO)
+
+
+def last_max(x):
+    """Wrong: walk 2 subtracts the last block's max, not the row's."""
+    return _online(x, mistake=LAST_MAX)
+
+
+def m_from_zero(x):
+    """Wrong on very negative rows: the running max starts at 0, so every exp underflows to 0."""
+    return _online(x, mistake=M_FROM_ZERO)
+
+
+def online_softmax_stub(x):
+    raise NotImplementedError("walk 1: running max m and sum s; walk 2: write exp(x - m) / s")
+
+
+def eager(x):
+    """Right numbers, not a Triton kernel of yours."""
+    return torch.softmax(x, dim=-1)
