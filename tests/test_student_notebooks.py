@@ -26,9 +26,10 @@ gen = sys.modules.setdefault("course_generate", importlib.util.module_from_spec(
 if not hasattr(gen, "student_notebook"):
     _spec.loader.exec_module(gen)
 
-# The exception names a `check` cell may end with: checkers raise course_utils.check.CheckFailed,
-# a subclass of AssertionError. Add a name here only for another AssertionError subclass.
-CHECK_FAILURES = {"AssertionError", "CheckFailed"}
+# The exception names a `check` cell may end with: checkers raise course_utils.check.CheckFailed, lab
+# graders course_utils.grade.GradeFailed, both subclasses of AssertionError.
+# Add a name here only for another AssertionError subclass.
+CHECK_FAILURES = {"AssertionError", "CheckFailed", "GradeFailed"}
 
 
 def _notebooks(*folders):

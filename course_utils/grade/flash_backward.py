@@ -1,0 +1,250 @@
+"""Lab 4's grader: the FlashAttention backward, dQ, dK, dV recomputed from the saved log-sum-exp, behind
+a torch.autograd.Function whose forward the lab gives.
+
+    o = fn(q, k, v, causal)       q, k, v: (B, H, N, D), fp16 or fp32; scale 1/sqrt(D)
+    dq, dk, dv = torch.autograd.grad(o, (q, k, v), do)
+
+The references are SDPA's gradients computed in float64; the realistic wrong answers are computed from
+the same float64 pieces (P, dP, the row sums Δ = rowsum(dO·O)) with one mistake each."""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+from .. import bench, trips
+from ..check._core import CheckFailed, compare, fail
+from ..environment import DEVICE, INTERPRET, ON_GPU, pick
+from ._card import Scorecard, _bytes
+
+__all__ = ["flash_backward"]
+
+# (B, H, N, D): ordinary shapes first, then ragged N, then one query. A GPU adds N = 300 at D = 64 and 128:
+# there the 64-row tiles a GPU kernel uses need several blocks too (dK, dV accumulated across them)
+_SHAPES = pick(gpu=[(2, 3, 300, 64), (1, 2, 200, 128)], cpu=[]) + [(1, 2, 64, 32), (2, 1, 48, 16), (1, 1, 37, 16),
+                                                                  (1, 1, 1, 16)]
+# Targets from an H100 (torch 2.11, triton 3.6; docs/instructor.md): SDPA's flash backward time over the
+# lab's solution's, fp16, B·H = 4·16, N = 4,096: 0.98x and 0.94x (two runs) at D = 64 causal (1.59 ms
+# against 1.56 ms), 1.12x and 1.11x at D = 128 not causal (4.23 ms against 4.75 ms); over N = 1k to 8k,
+# D = 64/128, causal and not, from 0.86x to 1.39x. The bar, 0.8x, sits below the slowest of those.
+PERF_CASES = [(4, 16, 4096, 64, True), (4, 16, 4096, 128, False)]
+SPEED_TARGET = 0.8
+
+
+def _inputs(shape, dtype, gen):
+    q, k, v, do = (torch.randn(*shape, generator=gen).to(dtype).to(DEVICE) for _ in range(4))
+    return q, k, v, do
+
+
+def _pieces(q, k, v, do, causal, *, mask_in_backward=True):
+    """float64 P (from the forward's lse), dP, Δ and the causal mask."""
+    qd, kd, vd, dod = (t.double() for t in (q, k, v, do))
+    n, d = q.shape[-2], q.shape[-1]
+    scale = 1.0 / math.sqrt(d)
+    s = qd @ kd.transpose(-1, -2) * scale
+    keep = torch.ones(n, n, dtype=torch.bool, device=q.device)
+    if causal:
+        keep = keep.tril()
+    lse = torch.logsumexp(s.masked_fill(~keep, float("-inf")), dim=-1, keepdim=True)
+    p = torch.exp(s - lse)
+    if mask_in_backward:
+        p = p.masked_fill(~keep, 0.0)
+    o = torch.exp(s - lse).masked_fill(~keep, 0.0) @ vd
+    dp = dod @ vd.transpose(-1, -2)
+    delta = (dod * o).sum(-1, keepdim=True)
+    return qd, kd, dod, p, dp, delta, keep, scale, o
+
+
+def _grads(qd, kd, dod, p, ds, scale):
+    return ds @ kd * scale, ds.transpose(-1, -2) @ qd * scale, p.transpose(-1, -2) @ dod
+
+
+def reference(q, k, v, do, causal):
+    """(o, dq, dk, dv) in float64."""
+    qd, kd, dod, p, dp, delta, keep, scale, o = _pieces(q, k, v, do, causal)
+    return (o, *_grads(qd, kd, dod, p, p * (dp - delta), scale))
+
+
+def _last_block_only(q, k, v, do, causal, block):
+    """dK, dV from the last block of query rows alone: what a kernel stores when it assigns, not adds."""
+    n = q.shape[-2]
+    start = ((n - 1) // block) * block
+    if start == 0:
+        return None
+    qd, kd, dod, p, dp, delta, keep, scale, o = _pieces(q, k, v, do, causal)
+    ds = p * (dp - delta)
+    rows = slice(start, n)
+    return (None, ds[..., rows, :].transpose(-1, -2) @ qd[..., rows, :] * scale,
+            p[..., rows, :].transpose(-1, -2) @ dod[..., rows, :])
+
+
+def _wrong(q, k, v, do, causal):
+    """((dq, dk, dv), message) for the mistakes the lab sees most; an entry None where it is not wrong."""
+    qd, kd, dod, p, dp, delta, keep, scale, o = _pieces(q, k, v, do, causal)
+    dq, dk, dv = _grads(qd, kd, dod, p, p * (dp - delta), scale)
+    out = [
+        (_grads(qd, kd, dod, p, p * dp, scale)[:2] + (None,),
+         "dS is P·dP: the term − Δ, Δ = rowsum(dO·O), is missing. Softmax's backward subtracts from each "
+         "row of dP its P-weighted mean before multiplying by P: dS = P·(dP − Δ), Δ computed once per row."),
+        (_grads(qd, kd, dod, p, (dp - delta).masked_fill(~keep, 0.0), scale)[:2] + (None,),
+         "dS is dP − Δ without the factor P: softmax's backward is dS = P·(dP − Δ), elementwise."),
+        ((dq / scale, None, None), f"dQ is √D = {1 / scale:.3g}× too large: the scale is missing. S = scale·QKᵀ, "
+                                    "so dQ = scale·dS·K."),
+        ((None, dk / scale, None), f"dK is √D = {1 / scale:.3g}× too large: the scale is missing. S = scale·QKᵀ, "
+                                    "so dK = scale·dSᵀ·Q (and dQ = scale·dS·K: check that one too)."),
+        ((None, dv, dk), "dK and dV are swapped: return (dq, dk, dv) in the order of (q, k, v)."),
+        ((None, None, p @ dod), "dV is P·dO; it is Pᵀ·dO (each key collects from the queries that looked at it)."),
+    ]
+    if causal:
+        qd2, kd2, dod2, p2, dp2, delta2, _, _, _ = _pieces(q, k, v, do, causal, mask_in_backward=False)
+        out.append((_grads(qd2, kd2, dod2, p2, p2 * (dp2 - delta2), scale),
+                    "the backward has no causal mask: P recomputed as exp(scale·QKᵀ − lse) is nonzero above the "
+                    "diagonal, where the forward gave 0. Mask P (and so dS) with key ≤ query, as the forward "
+                    "did, or skip those blocks."))
+    for block in (16, 32, 64, 128):
+        last = _last_block_only(q, k, v, do, causal, block)
+        if last is not None:
+            out.append((last, f"dK and dV hold the contribution of the last block of {block} query rows alone: they "
+                              "are assigned in the loop over query blocks instead of accumulated (dk += ..., "
+                              "stored after the loop)."))
+    return out
+
+
+def _run(fn, q, k, v, do, causal):
+    """o and the three gradients, through autograd as a training step would get them."""
+    q, k, v = (t.detach().requires_grad_() for t in (q, k, v))
+    o = fn(q, k, v, causal)
+    if not isinstance(o, torch.Tensor):
+        fail(f"the attention function returned {type(o).__name__}; it returns o, one tensor shaped like q.")
+    if o.grad_fn is None:
+        fail("o has no grad_fn: the output is not connected to q, k, v through autograd. Return "
+             "YourFunction.apply(q, k, v, causal), not a tensor computed under torch.no_grad() or detached.")
+    node = o.grad_fn
+    if hasattr(node, "_forward_cls"):
+        # an autograd.Function: call its backward here, in this thread, so that the grader's poisoned
+        # allocations reach it (autograd's engine would run it outside them) and unwritten elements show
+        grads = node.apply(do)
+        if not isinstance(grads, tuple) or len(grads) != 4:
+            got = type(grads).__name__ + (f" of {len(grads)}" if isinstance(grads, tuple) else "")
+            fail(f"the backward returned {got}; it returns four things, (dq, dk, dv, None): a gradient for "
+                 "each of q, k, v and None for the causal flag.")
+        grads = grads[:3]
+    else:
+        grads = torch.autograd.grad(o, (q, k, v), do, allow_unused=True)
+    for g, what in zip(grads, "qkv"):
+        if g is None:
+            fail(f"the backward returned None for d{what}: it returns (dq, dk, dv, None), a gradient for each "
+                 "of q, k, v and None for the causal flag.")
+    return o, grads
+
+
+def _tol(dtype, ref):
+    big = max(1.0, float(ref.abs().max()))
+    if dtype == torch.float16:
+        return dict(atol=5e-3 * big, rtol=1e-2)
+    if ON_GPU and not INTERPRET:     # tl.dot on fp32 runs in tf32 by default
+        return dict(atol=5e-3 * big, rtol=5e-3)
+    return dict(atol=1e-4 * big, rtol=1e-4)
+
+
+def _check_case(card, fn, name, shape, dtype, causal, gen):
+    q, k, v, do = _inputs(shape, dtype, gen)
+    o, (dq, dk, dv) = card.call(_run, fn, q, k, v, do, causal, name=name)
+    ro, rdq, rdk, rdv = reference(q, k, v, do, causal)
+    what = f"{name}, {'causal' if causal else 'not causal'}, B,H,N,D = {shape}"
+    try:
+        compare(o, ro.to(dtype), name=f"{what}, the forward's o", like=q, tol=_tol(dtype, ro))
+    except CheckFailed as e:
+        raise CheckFailed(f"{e}\nThe forward is the lab's, given: did an edit of the forward kernel or of "
+                          "FlashAttention.forward break it?") from None
+    wrong = _wrong(q, k, v, do, causal)
+    for i, (got, ref, label) in sorted(enumerate([(dq, rdq, "dQ"), (dk, rdk, "dK"), (dv, rdv, "dV")]),
+                                       key=lambda e: -e[0]):   # dV first: it needs P alone
+        compare(got, ref.to(dtype), name=f"{what}, {label}", like=q, tol=_tol(dtype, ref),
+                wrong_answers=[(w[i].to(dtype), msg) for w, msg in wrong if w[i] is not None])
+
+
+def flash_backward(fn):
+    """Grade fn(q, k, v, causal) -> o, a torch.autograd.Function whose backward is the lab's exercise."""
+    name = getattr(fn, "__name__", "attention")
+    card = Scorecard("Lab 4 · FlashAttention backward", note="dQ, dK, dV from the saved log-sum-exp")
+    gen = torch.Generator().manual_seed(torch.randint(0, 2**31, ()).item())
+    if ON_GPU and not INTERPRET:
+        # an access outside a tensor on a GPU breaks the CUDA context for good: replay forward and backward
+        # of one ragged case in the bounds-checked interpreter first
+        with card.criterion("loads and stores stay inside the tensors (one case replayed in the interpreter)",
+                            target="no access outside") as row:
+            for causal in (False, True):
+                with trips.counting():
+                    card.call(_run, fn, *_inputs((1, 2, 37, 16), torch.float16, gen), causal, name=name)
+        if row.status != "passed":
+            return card.finish()
+    for causal in (False, True):
+        with card.criterion(f"fp16, {'causal' if causal else 'not causal'}: dQ, dK, dV match SDPA's, N ragged",
+                            target="rtol 1e-2"):
+            for shape in _SHAPES:
+                _check_case(card, fn, name, shape, torch.float16, causal, gen)
+            card.measured(f"{len(_SHAPES)} shapes, N = {', '.join(str(s[2]) for s in _SHAPES)}")
+    with card.criterion("fp32, causal and not", target="rtol 1e-4" if INTERPRET or not ON_GPU else "rtol 5e-3 (tf32)"):
+        for causal in (False, True):
+            _check_case(card, fn, name, (1, 2, 40, 16), torch.float32, causal, gen)
+        card.measured("2 cases, N = 40")
+    _budget(card, fn, name)
+    _performance(card, fn)
+    return card.finish()
+
+
+def _budget(card, fn, name):
+    # per (batch, head): q, k, v, o, dO read and dq, dk, dv written are 8 of N×D each; recomputing P in
+    # two kernels (one for dK, dV, one for dQ) reads q, k, v, dO twice: 13·N·D·s in all. The budget
+    # allows 20·N·D·s (room for an fp32 dQ accumulator) and 32 bytes per row (lse, Δ): an N×N matrix
+    # in memory, P or dS, is 4·N² bytes per head and does not fit.
+    b, h, n, d = 1, 2, 64, 16
+    q, k, v, do = _inputs((b, h, n, d), torch.float16, torch.Generator().manual_seed(1))
+    s, t_el, rows = 2, b * h * n * d, b * h * n
+    budget = 20 * t_el * s + 32 * rows
+    with card.criterion("the backward's bytes: no N×N matrix in memory",
+                        target=f"≤ {_bytes(budget)}, ≤ 4 launches"):
+        qq, kk, vv = (x.detach().requires_grad_() for x in (q, k, v))
+        o = card.call(fn, qq, kk, vv, False, name=name)
+        tr = trips.count(lambda: torch.autograd.grad(o, (qq, kk, vv), do))
+        card.measured(f"{tr.launches} launches, {_bytes(tr.bytes)}")
+        problems = []
+        if tr.bytes_written < 3 * t_el * s:
+            problems.append(f"the backward wrote {_bytes(tr.bytes_written)}; dQ, dK and dV alone are "
+                            f"{_bytes(3 * t_el * s)}: do the kernels store all three (are they written yet)?")
+        if tr.bytes > budget * 1.05:
+            problems.append(f"the backward moved {_bytes(tr.bytes)}; the budget is {_bytes(budget)}. An N×N matrix "
+                            f"per head (P or dS, {_bytes(4 * n * n * b * h)} in fp32 here) seems to go to memory: "
+                            "recompute P from Q, K and the saved lse inside the kernel, block by block.")
+        if not any(kk_.kind == "triton" for kk_ in tr.kernels):
+            problems.append(f"no Triton kernel ran in the backward: the gradients come from PyTorch "
+                            f"({', '.join(x.name for x in tr.kernels[:4])}, …). The lab asks for your own kernels.")
+        elif tr.launches > 4:
+            problems.append(f"the backward made {tr.launches} launches where 3 do (Δ, then dK and dV, then dQ).")
+        if problems:
+            fail("\n".join(problems) + f"\n{tr.table(max_rows=8)}")
+
+
+def _performance(card, fn):
+    for b, h, n, d, causal in PERF_CASES:
+        label = (f"fp16 B·H = {b}·{h}, N = {n:,}, D = {d}{', causal' if causal else ''}: "
+                 "SDPA flash backward time / yours")
+        if not ON_GPU or INTERPRET:
+            card.performance(label, None, target=SPEED_TARGET, unit="×")
+            continue
+
+        def measure(b=b, h=h, n=n, d=d, causal=causal):
+            from torch.nn.attention import SDPBackend, sdpa_kernel
+            q, k, v, do = (torch.randn(b, h, n, d, device="cuda", dtype=torch.float16) for _ in range(4))
+            q, k, v = (t.requires_grad_() for t in (q, k, v))
+            o = fn(q, k, v, causal)
+            mine = bench.time(lambda: torch.autograd.grad(o, (q, k, v), do, retain_graph=True))
+            with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+                ref = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+                theirs = bench.time(lambda: torch.autograd.grad(ref, (q, k, v), do, retain_graph=True))
+            return theirs / mine, f"yours {mine:.2f} ms, SDPA {theirs:.2f} ms"
+        card.performance(label, measure, target=SPEED_TARGET, unit="×",
+                         diagnosis="Are the tiles large enough for the tensor cores (64 rows or more on a GPU) "
+                                   "and the causal loops cut at the diagonal instead of masking whole blocks?")

@@ -1,0 +1,174 @@
+"""The scorecard under every lab's grader: a failed check, a crash or the stub fails its own row with a
+diagnosis and never stops the rows after it; performance is not measured without a GPU; the budget row
+counts with trips; finish() shows the card and raises GradeFailed if a row failed."""
+import pytest
+import torch
+import triton
+import triton.language as tl
+
+import course_utils as cu
+from course_utils import grade, trips
+from course_utils.check import CheckFailed
+from course_utils.grade import _card
+
+
+def test_a_card_that_passes_returns_its_total():
+    card = grade.Scorecard("Lab 0 · nothing")
+    with card.criterion("fp32: matches", target="rtol 1e-5"):
+        card.measured(2.5e-7)
+    with card.criterion("fp16: matches"):
+        pass
+    result = card.finish(show=False)
+    assert repr(result) == "✓ Lab 0 · nothing: 2 of 2 passed"
+    assert [r.status for r in result.rows] == ["passed", "passed"]
+    assert "fp32: matches: passed; measured 2.5e-07; target rtol 1e-5" in card.text()
+
+
+def test_each_failure_is_its_own_row_and_finish_raises_grade_failed(capsys):
+    card = grade.Scorecard("Lab 0 · failing")
+    with card.criterion("first"):
+        raise CheckFailed("the last 3 elements were never written. Is the grid big enough?")
+    with card.criterion("second"):
+        {}["missing"]
+    with card.criterion("third"):
+        raise NotImplementedError("h = x + residual")
+    with card.criterion("fourth, still run"):
+        card.measured("fine")
+    with pytest.raises(grade.GradeFailed, match=r"1 of 4 passed\. First failure, first: the last 3 elements"):
+        card.finish()
+    assert issubclass(grade.GradeFailed, AssertionError)
+    shown = capsys.readouterr().out            # the card is printed before the error
+    assert "✗ first: failed" in shown and "✓ fourth, still run: passed" in shown
+    rows = {r.name: r for r in card.rows}
+    assert rows["second"].diagnosis.startswith("crashed: KeyError: 'missing' (in test_each_failure")
+    assert "Likely cause" in rows["second"].diagnosis
+    assert "still the stub (h = x + residual)" in rows["third"].diagnosis
+
+
+@triton.jit
+def _arange_not_pow2(x_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs))
+
+
+@triton.jit
+def _unmasked(x_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs) * 2)
+
+
+def test_a_crashing_kernel_is_diagnosed_with_the_course_hint():
+    card = grade.Scorecard("Lab 0 · kernels")
+    x = torch.ones(100, device=cu.DEVICE)
+    with card.criterion("non-power-of-two block"):
+        _arange_not_pow2[(1,)](x, N=100)
+    with card.criterion("past the end"):
+        with trips.counting():     # on a GPU too: replayed in the bounds-checking interpreter
+            card.call(lambda t: _unmasked[(1,)](t, BLOCK=128), x)
+    first, second = card.rows
+    assert first.status == "failed" and first.diagnosis.startswith("crashed: ")
+    assert "power-of-two BLOCK" in first.diagnosis
+    assert second.status == "failed" and "outside" in second.diagnosis.lower()
+
+
+def test_a_cuda_error_stops_the_rows_after_it():
+    card = grade.Scorecard("Lab 0 · cuda")
+    with card.criterion("crashes"):
+        raise RuntimeError("CUDA error: an illegal memory access was encountered")
+    with card.criterion("after"):
+        raise RuntimeError("CUDA error: an illegal memory access was encountered")
+    crash, after = card.rows
+    assert crash.status == "failed" and "restart the Python kernel" in crash.diagnosis
+    assert after.status == "not measured" and after.diagnosis.startswith("not run: the GPU context is broken")
+
+
+def test_keyboard_interrupt_is_not_swallowed():
+    card = grade.Scorecard("Lab 0")
+    with pytest.raises(KeyboardInterrupt):
+        with card.criterion("interrupted"):
+            raise KeyboardInterrupt
+
+
+def test_performance_is_not_measured_without_a_gpu(monkeypatch):
+    monkeypatch.setattr(_card, "ON_GPU", False)
+    calls = []
+    card = grade.Scorecard("Lab 0 · perf")
+    value = card.performance("fp16 at 256 MiB", lambda: calls.append(1) or 99.0, target=90, unit=" % of copy")
+    assert value is None and calls == []          # never a CPU time
+    (row,) = card.rows
+    assert row.status == "not measured" and row.diagnosis.startswith("not measured: no GPU here")
+    assert row.target == "≥ 90 % of copy"
+    assert repr(card.finish(show=False)) == "✓ Lab 0 · perf: nothing judged, 1 not measured"
+
+
+@pytest.mark.parametrize("value, higher, status", [(95.0, True, "passed"), (80.0, True, "failed"),
+                                                   (0.4, False, "passed"), (1.2, False, "failed")])
+def test_performance_on_a_gpu_compares_with_the_target(monkeypatch, value, higher, status):
+    monkeypatch.setattr(_card, "ON_GPU", True)
+    monkeypatch.setattr(_card, "INTERPRET", False)
+    card = grade.Scorecard("Lab 0 · perf")
+    target = 90 if higher else 1.0
+    got = card.performance("speed", lambda: (value, "0.41 ms"), target=target, higher_is_better=higher,
+                           diagnosis="Is BLOCK at least 1024?")
+    (row,) = card.rows
+    assert got == value and row.status == status and row.measured.endswith("(0.41 ms)")
+    if status == "failed":
+        assert "short of the target" in row.diagnosis and row.diagnosis.endswith("Is BLOCK at least 1024?")
+
+
+def test_performance_switched_off_is_not_measured(monkeypatch):
+    monkeypatch.setattr(_card, "ON_GPU", True)
+    monkeypatch.setattr(_card, "INTERPRET", False)
+    card = grade.Scorecard("Lab 0", performance=False)
+    assert card.performance("speed", lambda: 1 / 0, target=1) is None
+    assert card.rows[-1].diagnosis == "not measured: timing switched off (performance=False)."
+
+
+def test_performance_after_a_failed_row_is_not_measured(monkeypatch):
+    monkeypatch.setattr(_card, "ON_GPU", True)
+    monkeypatch.setattr(_card, "INTERPRET", False)
+    card = grade.Scorecard("Lab 0")
+    with card.criterion("wrong"):
+        raise CheckFailed("wrong numbers")
+    assert card.performance("speed", lambda: 1 / 0, target=1) is None
+    assert card.rows[-1].status == "not measured" and "earlier row failed" in card.rows[-1].diagnosis
+
+
+@triton.jit
+def _double(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=mask) * 2, mask=mask)
+
+
+def double(x):
+    y = torch.empty_like(x)
+    _double[(triton.cdiv(x.numel(), 64),)](x, y, x.numel(), BLOCK=64)
+    return y
+
+
+def test_budget_counts_launches_and_bytes():
+    x = torch.ones(100, device=cu.DEVICE)
+    card = grade.Scorecard("Lab 0 · budget")
+    t = card.budget("one launch", double, (x,), launches=1, bytes=800)
+    assert t.launches == 1 and card.rows[0].status == "passed"
+    assert card.rows[0].measured == "1 launch, 800 B" and card.rows[0].target == "≤ 1 launch, ≤ 800 B"
+    assert card.budget("tight", double, (x,), launches=1, bytes=400) is None
+    assert "moved 800 bytes; the budget is 400" in card.rows[1].diagnosis
+    assert card.budget("eager", lambda x: x * 2 + 1, (x,), launches=1, bytes=800) is None
+    assert "2 launches where 1 should do" in card.rows[2].diagnosis
+    card.budget("one PyTorch op", lambda x: x * 2, (x,), launches=1, bytes=800)
+    assert "not by a Triton kernel of yours" in card.rows[3].diagnosis
+
+
+def test_measured_outside_a_block_says_where_it_belongs():
+    with pytest.raises(RuntimeError, match="inside a `with card.criterion"):
+        grade.Scorecard("Lab 0").measured("x")
+
+
+def test_html_escapes_and_shows_every_column():
+    card = grade.Scorecard("Lab <0>")
+    with card.criterion("a < b", target="≤ 1"):
+        raise CheckFailed("got <3>\nsecond line")
+    h = card._repr_html_()
+    assert "Lab &lt;0&gt;" in h and "a &lt; b" in h and "<pre" in h and "✗ failed" in h and "0 of 1 passed" in h

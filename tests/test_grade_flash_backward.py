@@ -1,0 +1,44 @@
+"""grade.flash_backward passes right backward kernels, written two ways, and rejects the stub, realistic
+wrong kernels (each with its diagnosis on the scorecard) and right numbers that put P in memory."""
+import re
+
+import pytest
+
+from course_utils import grade
+from course_utils.grade._card import FAILED
+import lab_kernels_3_4 as k
+
+
+@pytest.mark.parametrize("right", [k.attention, k.attention_other_blocks])
+def test_accepts_correct_kernels(right):
+    g = grade.flash_backward(right)
+    assert all(r.status != FAILED for r in g.card.rows)
+    assert "✓" in repr(g)
+
+
+@pytest.mark.parametrize("wrong, message", [
+    (k.attention_stub, "still the stub"),
+    (k.fa_no_delta, r"dS is P·dP: the term − Δ, Δ = rowsum\(dO·O\), is missing"),
+    (k.fa_no_p, "dS is dP − Δ without the factor P"),
+    (k.fa_no_scale, r"dK is √D = .* too large: the scale is missing.*check that one too"),
+    (k.fa_dq_no_scale, "dQ is √D = .* too large"),
+    (k.fa_no_causal_bwd, r"(?s)✗ fp16, causal.*the backward has no causal mask"),
+    (k.fa_not_accumulated, r"dK and dV hold the contribution of the last block of \d+ query rows alone"),
+    (k.fa_dk_dv_swapped, "dK and dV are swapped"),
+    (k.fa_materialised, r"(?s)An N×N matrix per head .* seems to go to memory"),
+    (k.fa_sdpa, "no Triton kernel ran in the backward"),
+])
+def test_rejects(wrong, message, capsys):
+    with pytest.raises(grade.GradeFailed):
+        grade.flash_backward(wrong)
+    card = capsys.readouterr().out
+    assert re.search(message, card), card
+
+
+def test_a_crashing_backward_is_a_row_not_an_exception(capsys):
+    def backward(*args):
+        raise ValueError("boom")
+    with pytest.raises(grade.GradeFailed):
+        grade.flash_backward(k._attention_with(backward))
+    card = capsys.readouterr().out
+    assert "raised ValueError: boom" in card and "not measured" in card
