@@ -1,0 +1,51 @@
+"""check.matmul_bias_gelu passes right kernels written three ways (tiles, grids, program orders) and
+rejects the stub, realistic wrong kernels (each with its diagnosis) and right numbers that cost too many
+launches or come from PyTorch."""
+import pytest
+
+from course_utils import check
+import matmul_kernels as k
+
+
+@pytest.mark.parametrize("right", [k.matmul_bias_gelu, k.matmul_bias_gelu_2d, k.matmul_bias_gelu_big_tiles])
+def test_accepts_correct_kernels(right):
+    r = check.matmul_bias_gelu(right)
+    assert "✓" in repr(r) and r.traffic.launches == 1
+    assert r.traffic.bytes == 2 * (32 * 48 + 48 * 64 + 64 + 32 * 64)
+
+
+@pytest.mark.parametrize("wrong, message", [
+    (k.matmul_bias_gelu_stub, "still the stub"),
+    (k.bias_rows, r"bias is indexed by the row.*b\[rn\]"),
+    (k.tanh_gelu, "tanh approximation"),
+    (k.k_unmasked, r"(?s)Out-of-bounds.*K condition is the one usually forgotten"),
+    (k.k_drop_tail, r"K // BLOCK_K\s+steps runs 0 times when K < BLOCK_K.*tl.cdiv\(K, BLOCK_K\)"),
+    (k.fp16_acc, r"within 1% of gelu\(a @ w \+ b\).*an fp16 accumulator"),
+    (k.epilogue_per_k, r"after every K step \(this matches BLOCK_K = 32\)"),
+    (k.w_transposed, r"w is read as if it were stored \(N, K\)"),
+    (k.no_bias, "the bias is never added"),
+    (k.bias_after, r"gelu\(a @ w\) \+ b"),
+    (k.no_gelu, "GELU is never applied"),
+    (k.fp32_out, "returned torch.float32 for torch.float16 inputs"),
+    (k.two_kernels, "2 launches where 1 should do: this is not fused"),
+    (k.eager, r"fp16.*\(eager PyTorch|what eager PyTorch computes"),
+    (lambda a, w, b: None, "returned None"),
+])
+def test_rejects(wrong, message):
+    with pytest.raises(check.CheckFailed, match=message):
+        check.matmul_bias_gelu(wrong)
+
+
+def test_a_bias_read_by_row_past_its_end_is_named():
+    # M > N: b[rm] leaves the bias before the values can be compared
+    from course_utils import trips
+    from course_utils.check import matmul as cm
+    a, w, b = cm._inputs(70, 20, 16)
+    # counting replays the launch through the bounds-checked interpreter on a GPU too, as the checker does
+    with pytest.raises(check.CheckFailed, match="That is the bias"), trips.counting():
+        cm._run(k.bias_rows, a, w, b)
+
+
+def test_not_a_function():
+    with pytest.raises(check.CheckFailed, match="takes your function itself"):
+        check.matmul_bias_gelu(42)
