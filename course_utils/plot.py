@@ -116,3 +116,37 @@ def curves(x, series: dict, xlabel: str, ylabel: str, logx: bool = True, logy: b
         ax.legend()
     ax.grid(True, which="major", alpha=0.3)
     return ax
+
+
+def calibration(rows, ax=None, title: str = "Your predictions: guessed against revealed"):
+    """Guess (x) against the revealed value (y) for predictions in any units, log-log, with the diagonal
+    where a perfect guess lands and a band of a factor of 2 around it. rows: dicts with guess, measured,
+    lesson and label (predict.calibration().rows). Hollow markers: the revealed value was a MODEL."""
+    ax = _axes(ax, size=(6.4, 6.0))
+    if not rows:
+        ax.text(0.5, 0.5, "no predictions recorded yet", ha="center", va="center", transform=ax.transAxes)
+        ax.set_title(title)
+        return ax
+    values = [r["guess"] for r in rows] + [r["measured"] for r in rows]
+    lo, hi = min(values) / 3, max(values) * 3
+    x = np.geomspace(lo, hi, 64)
+    ax.loglog(x, x, color="black", lw=1.5, label="guess = revealed")
+    ax.fill_between(x, x / 2, x * 2, color="gray", alpha=0.15, label="within 2x")
+    lessons = sorted({r["lesson"] for r in rows})
+    colors = plt.get_cmap("tab10")
+    for i, lesson in enumerate(lessons):
+        mine = [r for r in rows if r["lesson"] == lesson]
+        for modelled in (False, True):
+            pts = [r for r in mine if str(r.get("label", "")).upper().startswith("MODEL") == modelled]
+            if pts:
+                ax.plot([r["guess"] for r in pts], [r["measured"] for r in pts], "o", ms=7, color=colors(i % 10),
+                        mfc="none" if modelled else colors(i % 10), mew=2,
+                        label=f"lesson {lesson}" if not modelled or len(pts) == len(mine) else None)
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(lo, hi)
+    ax.set_xlabel("your guess")
+    ax.set_ylabel("revealed (measured, counted or modelled)")
+    ax.set_title(title)
+    ax.legend(fontsize="x-small", ncol=2, loc="upper left")
+    ax.grid(True, which="major", alpha=0.3)
+    return ax

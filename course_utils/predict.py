@@ -268,3 +268,60 @@ def scoreboard(keys=None, prefix: str | None = None) -> Scoreboard:
     if not env.in_notebook():  # a notebook displays the returned board; a script would show nothing
         print(board)
     return board
+
+
+class Calibration:
+    """Every numeric prediction in the log against what it was revealed to be: .rows, a summary, .plot()."""
+
+    def __init__(self, rows):
+        self.rows = rows
+
+    def summary(self) -> str:
+        if not self.rows:
+            return "no numeric predictions with a positive guess and a positive revealed value yet"
+        n = len(self.rows)
+        close = sum(r["ratio"] <= 2.0 for r in self.rows)
+        low = sum(r["guess"] < r["measured"] for r in self.rows)
+        ratios = sorted(r["ratio"] for r in self.rows)
+        median = ratios[n // 2] if n % 2 else (ratios[n // 2 - 1] * ratios[n // 2]) ** 0.5
+        lessons = sorted({r["lesson"] for r in self.rows})
+        return (f"{n} predictions from lessons {', '.join(lessons)}: {close} within 2x ({close / n:.0%}); "
+                f"median miss ×{readable(median)}; {low} guessed low, {n - low - sum(r['guess'] == r['measured'] for r in self.rows)} "
+                "guessed high")
+
+    def __repr__(self) -> str:
+        return self.summary()
+
+    def plot(self, ax=None):
+        from . import plot
+        return plot.calibration(self.rows, ax=ax)
+
+
+def calibration(prefix: str | None = None) -> Calibration:
+    """The latest reveal of every numeric prediction in the log (all lessons; or keys starting with `prefix`)
+    whose guess and revealed value are both positive numbers: what a log-log picture of guessed against
+    revealed can show. Each row: key, lesson (the key's part before the first dot), guess, measured, unit,
+    label ("measured", "counted" or a MODEL label) and ratio (the miss as a factor >= 1)."""
+    latest: dict[str, dict] = {}
+    try:
+        for line in _log_path().read_text().splitlines():
+            try:
+                e = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(e, dict) and e.get("key") is not None:
+                latest[str(e["key"])] = e
+    except OSError:
+        pass
+    rows = []
+    for key, e in latest.items():
+        if e.get("kind", "number") != "number" or (prefix is not None and not key.startswith(prefix)):
+            continue
+        r = _ratio(e.get("guess"), e.get("measured"))
+        if not math.isfinite(r):
+            continue
+        rows.append({"key": key, "lesson": key.split(".")[0], "guess": float(e["guess"]),
+                     "measured": float(e["measured"]), "unit": e.get("unit", ""), "label": e.get("label", "measured"),
+                     "ratio": r})
+    rows.sort(key=lambda r: r["key"])
+    return Calibration(rows)

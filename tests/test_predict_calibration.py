@@ -1,0 +1,60 @@
+"""predict.calibration reads every numeric prediction of every lesson from the log (the latest reveal per key)
+and plot.calibration draws guess against revealed, log-log, with the diagonal."""
+import json
+
+import matplotlib
+import pytest
+
+from course_utils import plot, predict
+
+matplotlib.use("Agg")
+
+
+@pytest.fixture
+def log(monkeypatch, tmp_path):
+    path = tmp_path / "p.jsonl"
+    monkeypatch.setenv("COURSE_PREDICTIONS", str(path))
+    entries = [
+        {"key": "01.bytes", "guess": 8, "measured": 16.0, "kind": "number", "label": "counted", "unit": "B"},
+        {"key": "01.bytes", "guess": 16, "measured": 16.0, "kind": "number", "label": "counted", "unit": "B"},
+        {"key": "04.speedup", "guess": 1.5, "measured": 2.19, "kind": "number", "label": "measured"},
+        {"key": "09.mem", "guess": 1, "measured": 8.0, "kind": "number", "label": "MODEL (H100 datasheet)"},
+        {"key": "05.which", "guess": "a", "measured": "b", "kind": "choice"},
+        {"key": "03.none", "guess": None, "measured": 4.0, "kind": "number"},
+        {"key": "03.zero", "guess": 0, "measured": 4.0, "kind": "number"},
+    ]
+    path.write_text("\n".join(json.dumps(e) for e in entries) + "\nnot json\n")
+    return path
+
+
+def test_latest_numeric_predictions_of_every_lesson(log):
+    c = predict.calibration()
+    assert [r["key"] for r in c.rows] == ["01.bytes", "04.speedup", "09.mem"]
+    first = c.rows[0]
+    assert (first["guess"], first["measured"], first["ratio"], first["lesson"]) == (16.0, 16.0, 1.0, "01")
+    assert c.rows[2]["ratio"] == 8.0
+    text = repr(c)
+    assert "3 predictions from lessons 01, 04, 09: 2 within 2x (67%)" in text
+    assert "2 guessed low, 0 guessed high" in text
+
+
+def test_prefix_and_empty_log(log, monkeypatch, tmp_path):
+    assert [r["key"] for r in predict.calibration(prefix="09").rows] == ["09.mem"]
+    monkeypatch.setenv("COURSE_PREDICTIONS", str(tmp_path / "missing.jsonl"))
+    assert predict.calibration().rows == [] and "no numeric predictions" in repr(predict.calibration())
+
+
+def test_the_picture_has_the_diagonal_and_one_marker_per_prediction(log):
+    ax = predict.calibration().plot()
+    assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
+    xs, ys = ax.lines[0].get_data()
+    assert list(xs) == list(ys)                                         # the diagonal
+    points = [(x, y) for line in ax.lines[1:] for x, y in zip(*line.get_data())]
+    assert sorted(points) == [(1.0, 8.0), (1.5, 2.19), (16.0, 16.0)]
+    hollow = [line for line in ax.lines[1:] if line.get_markerfacecolor() == "none"]
+    assert len(hollow) == 1                                             # the modelled one
+
+
+def test_an_empty_picture_says_so():
+    ax = plot.calibration([])
+    assert "no predictions" in ax.texts[0].get_text()
