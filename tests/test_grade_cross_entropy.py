@@ -1,6 +1,7 @@
 """grade.cross_entropy passes right kernels, written two ways, and rejects the stub, realistic wrong kernels
 (each with its diagnosis on the scorecard) and right numbers that move the probabilities through memory."""
 import pytest
+import torch
 
 from course_utils import grade
 from course_utils.grade._card import FAILED
@@ -50,4 +51,6 @@ def test_a_crash_is_a_row_not_an_exception(capsys):
         raise ValueError("boom")
     summary, card = _failures(crashes, capsys)
     assert "raised ValueError: boom" in card
-    assert "not measured" in card          # the performance rows, on the CPU or after a failure
+    # on the CPU the card goes on to the performance rows (not measured); on a GPU it stops after the
+    # bounds-checked replay, so that a kernel which crashed never reaches the real launch
+    assert "not measured" in card or torch.cuda.is_available()

@@ -3,6 +3,7 @@ wrong kernels (each with its diagnosis on the scorecard) and right numbers that 
 import re
 
 import pytest
+import torch
 
 from course_utils import grade
 from course_utils.grade._card import FAILED
@@ -41,4 +42,6 @@ def test_a_crashing_backward_is_a_row_not_an_exception(capsys):
     with pytest.raises(grade.GradeFailed):
         grade.flash_backward(k._attention_with(backward))
     card = capsys.readouterr().out
-    assert "raised ValueError: boom" in card and "not measured" in card
+    assert "raised ValueError: boom" in card
+    # on a GPU the card stops after the bounds-checked replay; on the CPU it goes on (performance: not measured)
+    assert "not measured" in card or torch.cuda.is_available()
