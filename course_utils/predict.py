@@ -235,9 +235,8 @@ def _val(v, unit) -> str:
     return str(v)
 
 
-def scoreboard(keys=None, prefix: str | None = None) -> Scoreboard:
-    """This notebook's predictions, the latest reveal per key: by default the keys asked in this
-    session, or those starting with `prefix`, or exactly `keys`."""
+def _latest_logged() -> dict[str, dict]:
+    """The log's latest entry per key (a line that is not a prediction is skipped)."""
     latest: dict[str, dict] = {}
     try:
         for line in _log_path().read_text().splitlines():
@@ -245,9 +244,17 @@ def scoreboard(keys=None, prefix: str | None = None) -> Scoreboard:
                 e = json.loads(line)
             except ValueError:
                 continue
-            latest[e.get("key")] = e
+            if isinstance(e, dict) and e.get("key") is not None:
+                latest[str(e["key"])] = e
     except OSError:
         pass
+    return latest
+
+
+def scoreboard(keys=None, prefix: str | None = None) -> Scoreboard:
+    """This notebook's predictions, the latest reveal per key: by default the keys asked in this
+    session, or those starting with `prefix`, or exactly `keys`."""
+    latest = _latest_logged()
     asked_here = keys is None and prefix is None
     if asked_here:
         keys = list(_asked)
@@ -302,17 +309,7 @@ def calibration(prefix: str | None = None) -> Calibration:
     whose guess and revealed value are both positive numbers: what a log-log picture of guessed against
     revealed can show. Each row: key, lesson (the key's part before the first dot), guess, measured, unit,
     label ("measured", "counted" or a MODEL label) and ratio (the miss as a factor >= 1)."""
-    latest: dict[str, dict] = {}
-    try:
-        for line in _log_path().read_text().splitlines():
-            try:
-                e = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(e, dict) and e.get("key") is not None:
-                latest[str(e["key"])] = e
-    except OSError:
-        pass
+    latest = _latest_logged()
     rows = []
     for key, e in latest.items():
         if e.get("kind", "number") != "number" or (prefix is not None and not key.startswith(prefix)):

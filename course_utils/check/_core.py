@@ -187,6 +187,25 @@ def compare(out, ref: torch.Tensor, *, name: str, like: torch.Tensor | None = No
     fail(msg)
 
 
+def own_kernels(t, name: str, advice: str = ""):
+    """Fail if a count shows PyTorch doing the work (the right numbers, but not the student's kernel)."""
+    foreign = [k.name for k in t.kernels if k.kind != "triton"]
+    if foreign:
+        fail(f"`{name}` computes the right numbers, but with PyTorch ({', '.join(foreign)}), not with a Triton "
+             f"kernel of yours{advice}.")
+
+
+def pair(out, name: str, names: str, why: str):
+    """fn's two outputs, or a failure that says what came back instead of the pair `names`, e.g. "(y, h)"."""
+    if out is None:
+        fail(f"`{name}` returned None: it should return the pair {names}.")
+    if isinstance(out, torch.Tensor):
+        fail(f"`{name}` returned one tensor; it should return two, {names}: {why}.")
+    if not isinstance(out, (tuple, list)) or len(out) != 2:
+        fail(f"`{name}` returned {type(out).__name__}; it should return the pair {names}.")
+    return out
+
+
 def budget(fn, args, *, name: str, launches: int, bytes: int, slack: float = 0.05):
     """Count the trips of one call and fail if it launches or moves more than the budget allows."""
     t = trips.count(run, fn, *args, name=name, poison=False)

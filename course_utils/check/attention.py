@@ -8,7 +8,7 @@ import torch
 
 from .. import capability, trips
 from ..environment import DEVICE, INTERPRET, ON_GPU, pick
-from ._core import CheckFailed, Passed, compare, fail, run, unwritten
+from ._core import CheckFailed, Passed, compare, fail, run, own_kernels, unwritten
 
 __all__ = ["flash_attention"]
 
@@ -266,10 +266,7 @@ def _budget(fn, name):
     if t.launches > 1:
         fail(f"`{name}` made {t.launches} launches where 1 should do: each launch would hand its result to the "
              f"next through HBM.\n{t.table()}")
-    foreign = [k_.name for k_ in t.kernels if k_.kind != "triton"]
-    if foreign:
-        fail(f"`{name}` computes the right numbers, but with PyTorch ({', '.join(foreign)}), not with a "
-             "Triton kernel of yours.")
+    own_kernels(t, name)
     return t
 
 

@@ -6,7 +6,7 @@ import torch
 
 from .. import trips
 from ..environment import DEVICE, INTERPRET, ON_GPU, pick
-from ._core import CheckFailed, Passed, budget, compare, fail, run, tolerance
+from ._core import CheckFailed, Passed, budget, compare, fail, own_kernels, pair, run, tolerance
 
 __all__ = ["add_layernorm", "add_rmsnorm"]
 
@@ -37,14 +37,8 @@ def _pow2_at_least(n):
 
 
 def _split(out, name):
-    if out is None:
-        fail(f"`{name}` returned None: it should return the pair (y, h).")
-    if isinstance(out, torch.Tensor):
-        fail(f"`{name}` returned one tensor; it should return two, (y, h): the normalised rows and the updated "
-             "residual stream h = x + residual, which the next layer needs.")
-    if not isinstance(out, (tuple, list)) or len(out) != 2:
-        fail(f"`{name}` returned {type(out).__name__}; it should return the pair (y, h).")
-    return out
+    return pair(out, name, "(y, h)", "the normalised rows and the updated residual stream h = x + residual, "
+                "which the next layer needs")
 
 
 def _layernorm(v, w, b, eps, *, ddof=0, eps_outside=False, pad=0):
@@ -112,10 +106,7 @@ def _check(fn, *, name, with_bias, eps, reference, wrong_y):
         args = (x, r, w, b) if with_bias else (x, r, w)
         s = dtype.itemsize
         t = budget(fn, args, name=name, launches=1, bytes=s * (4 * m * n + vectors * n))
-        foreign = [k.name for k in t.kernels if k.kind != "triton"]
-        if foreign:
-            fail(f"`{name}` computes the right numbers, but with PyTorch ({', '.join(foreign)}), not with a "
-                 "Triton kernel of yours.")
+        own_kernels(t, name)
         if dtype == torch.float32:
             result.traffic = t
     return result

@@ -6,7 +6,7 @@ import torch
 
 from .. import trips
 from ..environment import DEVICE, INTERPRET, ON_GPU, pick
-from ._core import CheckFailed, Passed, compare, fail, run, unwritten
+from ._core import CheckFailed, Passed, compare, fail, own_kernels, run, unwritten
 
 __all__ = ["online_softmax"]
 
@@ -183,10 +183,7 @@ def _budget(fn, dtype):
     t = trips.count(run, fn, x, name=NAME, poison=False)
     if t.launches == 0:
         fail(f"`{NAME}` launched no kernel at all: did it compute on the CPU side, or return early?")
-    foreign = [k.name for k in t.kernels if k.kind != "triton"]
-    if foreign:
-        fail(f"`{NAME}` computes the right numbers, but with PyTorch ({', '.join(foreign)}), not with a Triton "
-             f"kernel of yours.\n{t.table()}")
+    own_kernels(t, NAME, f"\n{t.table()}")
     if t.launches > 1:
         fail(f"`{NAME}` made {t.launches} launches where 1 should do: every launch writes its result to HBM and "
              f"the next reads it back.\n{t.table()}")

@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from .. import bench, trips
-from ..check._core import CheckFailed, compare, fail, run
+from ..check._core import CheckFailed, compare, fail, pair, run
 from ..environment import DEVICE, INTERPRET, ON_GPU, pick
 from ._card import Scorecard, _bytes
 
@@ -94,14 +94,7 @@ def _wrong(x, t, ignore_index):
 
 
 def _split(out, name):
-    if out is None:
-        fail(f"`{name}` returned None: it should return the pair (loss, grad).")
-    if isinstance(out, torch.Tensor):
-        fail(f"`{name}` returned one tensor; it should return two, (loss, grad): the mean loss and its "
-             "gradient with respect to the logits.")
-    if not isinstance(out, (tuple, list)) or len(out) != 2:
-        fail(f"`{name}` returned {type(out).__name__}; it should return the pair (loss, grad).")
-    loss, grad = out
+    loss, grad = pair(out, name, "(loss, grad)", "the mean loss and its gradient with respect to the logits")
     if not isinstance(loss, torch.Tensor):
         fail(f"`{name}`: the loss is a {type(loss).__name__}; return it as a tensor (a Python float would "
              "need the GPU to stop and hand it over).")

@@ -8,7 +8,7 @@ import torch
 from torch.autograd.gradcheck import GradcheckError
 
 from .. import bench, trips
-from ..check._core import CheckFailed, compare, fail
+from ..check._core import CheckFailed, compare, fail, pair
 from ..environment import DEVICE, INTERPRET, ON_GPU, pick
 from ._card import Scorecard
 
@@ -41,14 +41,7 @@ def _inputs(m, n, dtype, requires_grad=False, small=False):
 
 
 def _split(out, name):
-    if out is None:
-        fail(f"`{name}` returned None: it should return the pair (y, h).")
-    if isinstance(out, torch.Tensor):
-        fail(f"`{name}` returned one tensor; it should return two, (y, h): the normalised rows and the updated "
-             "residual stream h = x + residual.")
-    if not isinstance(out, (tuple, list)) or len(out) != 2:
-        fail(f"`{name}` returned {type(out).__name__}; it should return the pair (y, h).")
-    return out
+    return pair(out, name, "(y, h)", "the normalised rows and the updated residual stream h = x + residual")
 
 
 def _rms(h, w, eps=EPS, *, eps_outside=False, centred=False, no_mean=False):
