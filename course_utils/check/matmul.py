@@ -20,7 +20,7 @@ TOL = dict(atol=1e-4, rtol=1e-3)
 # Ordinary shapes first (M <= N, so a bias read by row stays inside b and its answer can be named),
 # then the edges: one element, nothing a multiple of a tile, K spanning several tiles with a ragged tail,
 # one past a tile in every dimension, and a larger one.
-SHAPES = [(64, 96, 128), (1, 1, 1), (37, 53, 29), (100, 130, 300), (129, 257, 65)]
+SHAPES = [(64, 96, 128), (37, 53, 29), (100, 130, 300), (129, 257, 65), (1, 1, 1)]
 BLOCK_KS = (16, 32, 64, 128, 256)   # the K tiles a student is likely to pick
 
 
