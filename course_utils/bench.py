@@ -91,6 +91,25 @@ def _wall_ms(fn, warmup: float, rep: float) -> float:
     return statistics.median(times)
 
 
+def peak_bytes(fn, *, beyond_output: bool = False) -> int:
+    """GPU memory that fn() allocates at its peak, above what was allocated before the call. With
+    beyond_output=True the tensors it returns are left out: its scratch alone. Needs a GPU (the caching
+    allocator's counters); without one it raises rather than report a number that means nothing."""
+    if not on_gpu():
+        raise RuntimeError("bench.peak_bytes measures the GPU's allocator: run it where a GPU is (check bench.on_gpu())")
+    torch.cuda.synchronize()
+    before = torch.cuda.memory_allocated()
+    torch.cuda.reset_peak_memory_stats()
+    out = fn()
+    torch.cuda.synchronize()
+    peak = torch.cuda.max_memory_allocated() - before
+    if beyond_output:
+        from .trips import _tensors
+        peak -= sum(t.numel() * t.element_size() for t in {id(t): t for t in _tensors(out)}.values())
+    del out
+    return peak
+
+
 def model_ms(bytes: float, launches: int = 1, flops: float = 0, gpu: Ceilings = REFERENCE) -> float:
     """A MODEL of GPU time in ms, not a measurement: the roofline bound plus a fixed cost per launch,
 

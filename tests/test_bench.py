@@ -185,3 +185,9 @@ def test_ms_or_model_models_the_small_copy_at_the_large_size():
     x = torch.randn(1024)
     # x + x reads x once and writes once: 8 bytes per element, one launch, at 2**28 elements
     assert bench.ms_or_model(lambda: None, lambda: x + x, 1024, 2**28) == bench.model_ms(8 * 2**28, launches=1)
+
+
+@pytest.mark.skipif(bench.on_gpu(), reason="the CPU's answer: no allocator to read")
+def test_peak_bytes_without_a_gpu_says_so_rather_than_measure():
+    with pytest.raises(RuntimeError, match="needs a GPU|where a GPU is"):
+        bench.peak_bytes(lambda: torch.zeros(4))

@@ -71,3 +71,14 @@ def test_an_autotuned_kernel_counts_only_the_launch_that_counts():
     t = trips.count(lambda: double_kernel[lambda meta: (triton.cdiv(x.numel(), meta["BLOCK"]),)](x, out, x.numel()))
     assert t.launches == 1 and t.bytes == 2 * x.numel() * 4, t.table()
     assert torch.equal(out, 2 * x)
+
+
+def test_peak_bytes_sees_scratch_and_can_leave_the_output_out():
+    from course_utils import bench
+
+    def scratchy():
+        scratch = torch.empty(1 << 20, dtype=torch.uint8, device="cuda")   # 1 MiB, freed before the return
+        return torch.zeros(1024, dtype=torch.float32, device="cuda") + scratch[:1].float()  # 4 KiB out
+    with_out, scratch_only = bench.peak_bytes(scratchy), bench.peak_bytes(scratchy, beyond_output=True)
+    assert (1 << 20) <= with_out < (1 << 20) + (64 << 10)
+    assert with_out - scratch_only == 4096

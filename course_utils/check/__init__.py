@@ -6,7 +6,7 @@ says what is wrong and the likely cause."""
 import importlib
 import pkgutil
 
-from ._core import CheckFailed, Passed, explain, unwritten  # noqa: F401
+from ._core import CheckFailed, Passed, explain, ready, unwritten  # noqa: F401
 
 # Each topic module lists its checkers in __all__; they are all reachable as check.<exercise>.
 for _mod in pkgutil.iter_modules(__path__):

@@ -187,6 +187,27 @@ def compare(out, ref: torch.Tensor, *, name: str, like: torch.Tensor | None = No
     fail(msg)
 
 
+def ready(fn, cases, *, checker: str, atol: float = 1e-5, rtol: float = 1e-5) -> bool:
+    """Before a lesson times fn: True when fn(*args) matches `want` (a tensor, or a tuple of them) on every
+    (args, want) case; False while fn is still the stub. A kernel that runs but gives wrong numbers would be
+    timed for nothing, so that raises, naming `checker`, the check that says what is wrong."""
+    name = getattr(fn, "__name__", "your function")
+    for args, want in cases:
+        try:
+            got = fn(*args)
+        except NotImplementedError:
+            return False
+        gots = tuple(got) if isinstance(got, (tuple, list)) else (got,)
+        wants = tuple(want) if isinstance(want, (tuple, list)) else (want,)
+        if len(gots) != len(wants) or not all(
+                isinstance(g, torch.Tensor) and g.shape == w.shape and
+                torch.allclose(g.double(), w.double(), atol=atol, rtol=rtol) for g, w in zip(gots, wants)):
+            dtype = next((a.dtype for a in args if isinstance(a, torch.Tensor)), None)
+            raise RuntimeError(f"{name} gives wrong numbers{f' in {dtype}' if dtype else ''}: {checker} says what is "
+                               "wrong. Fix it in the Write section, then come back to time it.")
+    return True
+
+
 def own_kernels(t, name: str, advice: str = ""):
     """Fail if a count shows PyTorch doing the work (the right numbers, but not the student's kernel)."""
     foreign = [k.name for k in t.kernels if k.kind != "triton"]

@@ -136,17 +136,6 @@ def _check_case(card, fn, name, x, t, ignore_index, *, pass_ignore=True, overflo
             wrong_answers=[(g.to(x.dtype), msg) for _, g, msg in wrong if g is not None])
 
 
-def _peak_bytes(fn, *args) -> int:
-    torch.cuda.synchronize()
-    base = torch.cuda.memory_allocated()
-    torch.cuda.reset_peak_memory_stats()
-    out = fn(*args)
-    torch.cuda.synchronize()
-    peak = torch.cuda.max_memory_allocated() - base
-    del out
-    return peak
-
-
 def eager(logits, target, ignore_index=IGNORE):
     """PyTorch's way: cross_entropy on the materialised logits, and autograd for the gradient."""
     x = logits.detach().requires_grad_()
@@ -263,7 +252,7 @@ def _performance(card, fn, shape):
 
     def memory():
         x, t = inputs()
-        mine, theirs = _peak_bytes(fn, x, t), _peak_bytes(eager, x, t)
+        mine, theirs = bench.peak_bytes(lambda: fn(x, t)), bench.peak_bytes(lambda: eager(x, t))
         return theirs / max(mine, 1), f"yours {_bytes(mine)}, F.cross_entropy {_bytes(theirs)} above the logits"
 
     card.performance(f"{label}: time against F.cross_entropy forward + backward", speed, target=SPEEDUP_TARGET,
