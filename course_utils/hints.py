@@ -1,7 +1,16 @@
-"""Plain-words hints for the Triton errors a student meets while writing a first kernel.
+"""Help for the student, asked for: tiered hints for each exercise, and plain words for Triton's errors.
 
-    hints.explain(exc)   -> a one-sentence hint, or None for an error we have nothing to add to
-    hints.install()      -> in IPython/Jupyter: every traceback of a known error ends with "Hint: ..."
+    hints.offer("bias_gelu")      -> a button per hint under the exercise, from the idea to the recipe
+    hints.show("bias_gelu", 2)    -> hint 2 of that exercise (the same text the button opens)
+    hints.opened()                -> {exercise: [tiers opened]}, from the student's log
+    hints.explain(exc)            -> a one-sentence hint for a Triton error, or None
+    hints.install()               -> in IPython/Jupyter: every traceback of a known error ends with "Hint: ..."
+
+Exercise hints are written in the solution notebooks (a markdown cell tagged `hints`); the generator
+collects them into exercise_hints.json beside this file and gives the student a `hints.offer` cell in
+their place, so no hint is on the student's screen until asked for. Every hint opened is noted in the
+student's log (journal), which the scoreboard counts. A checker's failure names the hint that
+addresses its diagnosis (`pointer`).
 
 Triton reports mistakes in its own vocabulary ("arange's range must be a power of 2", "Pointer
 argument cannot be accessed from Triton (cpu tensor?)"), and the same mistake reads differently under
@@ -9,7 +18,14 @@ the CPU interpreter and on a GPU. Each rule below matches the text both of them 
 """
 from __future__ import annotations
 
+import functools
+import html
+import json
 import os
+from pathlib import Path
+
+from . import environment as env
+from . import journal
 
 _NO_GRID = ("a @triton.jit function is launched with a grid, kernel[grid](...), not called like a Python "
             "function.")
@@ -166,3 +182,115 @@ def uninstall(shell=None) -> None:
         shell.set_custom_exc((), None)
         _installed_on.remove(shell)
 
+
+
+# --- tiered hints for each exercise -------------------------------------------------------------------
+HINTS_FILE = Path(__file__).with_name("exercise_hints.json")
+_offered: list[str] = []   # exercises offered in this process: what the scoreboard reports on
+
+
+@functools.cache
+def _all() -> dict:
+    try:
+        return json.loads(HINTS_FILE.read_text(encoding="utf-8"))
+    except OSError:
+        return {}
+
+
+def tiers(exercise: str) -> list[dict]:
+    """The hints of one exercise, in order: each a dict with title, text and addresses (the diagnosis keys
+    of the checker that it helps with)."""
+    known = _all()
+    if exercise not in known:
+        raise KeyError(f"no hints for {exercise!r}; exercises with hints: {', '.join(sorted(known)) or 'none'}. "
+                       "(They are made by `python tools/generate.py` from the solution notebooks.)")
+    return known[exercise]["hints"]
+
+
+def _heading(exercise: str, n: int, hint: dict) -> str:
+    return f"Hint {n} of {len(tiers(exercise))} for {exercise}: {hint['title']}"
+
+
+def show(exercise: str, n: int):
+    """Show hint n (1 = the idea) of `exercise`, and note in the log that it was opened."""
+    hs = tiers(exercise)
+    if not isinstance(n, int) or not 1 <= n <= len(hs):
+        raise ValueError(f"{exercise} has hints 1 to {len(hs)}; asked for {n!r}")
+    hint = hs[n - 1]
+    journal.append({"hint": exercise, "tier": n, "title": hint["title"]})
+    if env.in_notebook():
+        from IPython.display import Markdown, display
+        display(Markdown(f"**{_heading(exercise, n, hint)}**\n\n{hint['text']}"))
+    else:
+        print(f"{_heading(exercise, n, hint)}\n{hint['text']}")
+
+
+def offer(exercise: str):
+    """Under an exercise: one button per hint. Nothing is shown until the student presses one."""
+    hs = tiers(exercise)
+    if exercise not in _offered:
+        _offered.append(exercise)
+    titles = "; ".join(f"{i} {h['title']}" for i, h in enumerate(hs, 1))
+    if not env.live():
+        print(f"{len(hs)} hints for {exercise}, from the idea to the recipe ({titles}). "
+              f"Open one with cu.hints.show({exercise!r}, 1).")
+        return None
+    import ipywidgets as w
+    from IPython.display import display
+    out = w.Output()
+    buttons = []
+    for i, h in enumerate(hs, 1):
+        b = w.Button(description=f"Hint {i}: {h['title']}", tooltip=f"opens hint {i}; opening it is noted in your log",
+                     layout=w.Layout(width="auto"))
+
+        def on_click(_, i=i, b=b):
+            b.button_style = "info"
+            with out:
+                show(exercise, i)
+        b.on_click(on_click)
+        buttons.append(b)
+    note = w.HTML(f"<i>Stuck on {html.escape(exercise)}? The hints go from the idea to the recipe: open the "
+                  "first one first.</i>")
+    display(w.VBox([note, w.HBox(buttons), out]))
+    return None
+
+
+def opened(exercises=None) -> dict[str, list[int]]:
+    """{exercise: sorted tiers opened}, from the log: every exercise, or those named."""
+    seen: dict[str, set] = {}
+    for e in journal.entries():
+        if e.get("hint") is not None and isinstance(e.get("tier"), int):
+            seen.setdefault(str(e["hint"]), set()).add(e["tier"])
+    return {ex: sorted(t) for ex, t in seen.items() if exercises is None or ex in exercises}
+
+
+def summary(exercises=None) -> str:
+    """One line for the scoreboard: the hints opened for the exercises offered here (or those named)."""
+    exercises = list(_offered) if exercises is None else list(exercises)
+    if not exercises:
+        return ""
+    got = opened(exercises)
+    parts = []
+    for ex in exercises:
+        try:
+            total = len(tiers(ex))
+        except KeyError:
+            continue
+        used = got.get(ex, [])
+        parts.append(f"{ex} {len(used)} of {total}" + (f" (hint {', '.join(map(str, used))})" if used else ""))
+    return "hints opened: " + "; ".join(parts) if parts else ""
+
+
+def pointer(exercise: str, diagnosis: str | None) -> str:
+    """The sentence a failed check ends with: which hint addresses this diagnosis, or "" if none does."""
+    if not diagnosis:
+        return ""
+    try:
+        hs = tiers(exercise)
+    except KeyError:
+        return ""
+    for i, h in enumerate(hs, 1):
+        if diagnosis in h.get("addresses", ()):
+            return (f"See hint {i} ({h['title']}): its button under the exercise, or "
+                    f"cu.hints.show({exercise!r}, {i}).")
+    return ""

@@ -9,15 +9,12 @@ measures at once and prints the comparison. Every reveal is appended to predicti
 """
 from __future__ import annotations
 
-import datetime
 import html
-import json
 import math
-import os
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from . import environment as env
+from . import journal
 from .numbers import readable, typed
 
 _asked: list[str] = []     # keys asked in this process: what scoreboard() shows by default
@@ -84,19 +81,9 @@ def _ratio(guess, measured) -> float:
     return max(g, m) / min(g, m)
 
 
-def _log_path() -> Path:
-    return Path(os.environ.get("COURSE_PREDICTIONS") or "predictions.jsonl")
-
-
 def _log(p: Prediction) -> None:
-    entry = {"key": p.key, "question": p.question, "guess": p.guess, "measured": p.measured,
-             "unit": p.unit, "label": p.label, "kind": p.kind,
-             "time": datetime.datetime.now().isoformat(timespec="seconds")}
-    try:
-        with _log_path().open("a") as f:
-            f.write(json.dumps(entry, default=str) + "\n")
-    except OSError:  # a read-only folder must not stop the lesson
-        pass
+    journal.append({"key": p.key, "question": p.question, "guess": p.guess, "measured": p.measured,
+                    "unit": p.unit, "label": p.label, "kind": p.kind})
 
 
 def _interactive(guess) -> bool:
@@ -199,8 +186,8 @@ class Scoreboard:
 
     _head = ["key", "guess", "revealed", "off by", "close?"]
 
-    def __init__(self, rows, unrevealed=()):
-        self.rows, self.unrevealed = rows, list(unrevealed)
+    def __init__(self, rows, unrevealed=(), hints_line: str = ""):
+        self.rows, self.unrevealed, self.hints_line = rows, list(unrevealed), hints_line
 
     def _pending(self) -> str:
         n = len(self.unrevealed)
@@ -210,12 +197,13 @@ class Scoreboard:
     def __repr__(self) -> str:
         body = list(self._cells())
         if not body:
-            return self._pending() or "no predictions recorded yet"
+            return "\n".join(filter(None, [self._pending() or "no predictions recorded yet", self.hints_line]))
         widths = [max(len(row[i]) for row in [self._head] + body) for i in range(len(self._head))]
         lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in [self._head] + body]
         hits = sum(r["close"] is True for r in self.rows)
         tail = [f"{hits} of {len(self.rows)} close (numbers: within 2x; choices: right)"]
-        return "\n".join(lines + tail + ([self._pending()] if self.unrevealed else []))
+        return "\n".join(lines + tail + ([self._pending()] if self.unrevealed else [])
+                         + ([self.hints_line] if self.hints_line else []))
 
     def _repr_html_(self) -> str:
         e = html.escape
@@ -237,18 +225,7 @@ def _val(v, unit) -> str:
 
 def _latest_logged() -> dict[str, dict]:
     """The log's latest entry per key (a line that is not a prediction is skipped)."""
-    latest: dict[str, dict] = {}
-    try:
-        for line in _log_path().read_text().splitlines():
-            try:
-                e = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(e, dict) and e.get("key") is not None:
-                latest[str(e["key"])] = e
-    except OSError:
-        pass
-    return latest
+    return {str(e["key"]): e for e in journal.entries() if e.get("key") is not None}
 
 
 def scoreboard(keys=None, prefix: str | None = None) -> Scoreboard:
@@ -271,7 +248,9 @@ def scoreboard(keys=None, prefix: str | None = None) -> Scoreboard:
             ratio, close = (r, r <= 2.0) if math.isfinite(r) else (None, None if g is None else False)
         rows.append({"key": k, "question": e.get("question"), "guess": g, "measured": m,
                      "unit": e.get("unit", ""), "ratio": ratio, "close": close})
-    board = Scoreboard(rows, [k for k in _asked if k not in latest] if asked_here else ())
+    from . import hints  # the hints opened for this notebook's exercises, from the same log
+    board = Scoreboard(rows, [k for k in _asked if k not in latest] if asked_here else (),
+                       hints.summary() if asked_here else "")
     if not env.in_notebook():  # a notebook displays the returned board; a script would show nothing
         print(board)
     return board

@@ -65,3 +65,12 @@ def test_environment_yml_installs_the_course_and_its_python():
     pythons = [c for c in env["conda"] if split(c)[0] == "python"]
     assert pythons and split(pythons[0])[1] == re.sub(r"\s+", "", want["python"]), \
         f"python in environment.yml ({pythons}) differs from requires-python ({want['python']})"
+
+
+def test_a_plain_install_carries_every_subpackage_and_the_hints():
+    """Colab installs the course from git without -e: setuptools then ships only the packages listed in
+    pyproject.toml (course_utils.check and course_utils.grade were once missing) and the data files named."""
+    setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
+    found = sorted(".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "course_utils").rglob("__init__.py"))
+    assert sorted(setuptools["packages"]) == found
+    assert "exercise_hints.json" in setuptools["package-data"]["course_utils"]

@@ -1,6 +1,8 @@
 """The student-notebook generator (tools/generate.py): its stub rules, and that the committed student
 notebooks are up to date with their solutions (the CI check)."""
 import importlib.util
+import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -205,3 +207,111 @@ def test_student_notebooks_are_up_to_date():
     r = subprocess.run([sys.executable, str(ROOT / "tools" / "generate.py"), "--check"],
                        capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+# --- hints, spoilers, the width of a stub, the student's path ----------------------------------------
+HINTS = '''\
+### Hints: `scale`
+
+#### 1 · the idea
+<!-- addresses: stub wrong -->
+What does one program own?
+
+#### 2 · the recipe
+<!-- addresses: tail -->
+```
+offsets, mask, load, store
+```'''
+
+
+def hints_cell(source=HINTS):
+    c = new_markdown_cell(source)
+    c.metadata["tags"] = ["hints"]
+    return c
+
+
+def test_hints_are_parsed_in_order_with_what_they_address():
+    exercise, hints = gen.parse_hints(HINTS)
+    assert exercise == "scale"
+    assert [h["title"] for h in hints] == ["the idea", "the recipe"]
+    assert hints[0] == {"title": "the idea", "text": "What does one program own?", "addresses": ["stub", "wrong"]}
+    assert hints[1]["addresses"] == ["tail"] and hints[1]["text"].startswith("```\noffsets")
+
+
+@pytest.mark.parametrize("source, message", [
+    ("#### 1 · the idea\ntext", "starts with a line `### Hints:"),
+    ("### Hints: `x`\n\n#### 2 · the idea\ntext", "hint 2 where hint 1 comes next"),
+    ("### Hints: `x`\nloose text\n#### 1 · a\ntext", "text before the first"),
+    ("### Hints: `x`\n#### 1 · a\n<!-- addresses: stub -->\n", "has no text"),
+    ("### Hints: `x`\n", "no hint in it"),
+])
+def test_malformed_hints_are_refused_with_the_format(source, message):
+    with pytest.raises(gen.SourceError, match=re.escape(message)):
+        gen.parse_hints(source)
+
+
+def test_the_student_gets_a_button_cell_where_the_hints_were():
+    nb = student(cell(WRAPPER), hints_cell(), cell("check.scale(scale)", "check"))
+    hint = nb.cells[1]
+    assert hint.cell_type == "code" and hint.source.startswith('cu.hints.offer("scale")')
+    assert not any("What does one program own" in c.source for c in nb.cells)
+    assert gen.hints_of(new_notebook(cells=[hints_cell()]), "x.ipynb") == {
+        "scale": {"notebook": "x.ipynb", "hints": gen.parse_hints(HINTS)[1]}}
+
+
+def test_a_stub_line_wider_than_the_notebook_is_refused():
+    wide = WRAPPER.replace("### BEGIN SOLUTION", "### BEGIN SOLUTION: " + "a very long recipe " * 6)
+    with pytest.raises(gen.SourceError, match="over 100"):
+        student(cell(wide))
+
+
+def test_a_spoiler_is_folded_in_the_student_version_and_only_after_an_exercise():
+    nb = student(cell(WRAPPER), cell("def faster(x):\n    return x * 2", "spoiler"))
+    folded = nb.cells[1]
+    assert folded.source.startswith("#@title Folded") and folded.metadata["jupyter"] == {"source_hidden": True}
+    compiles(folded.source)
+    with pytest.raises(gen.SourceError, match="spoiler"):
+        student(cell("x = 1", "spoiler"), cell(WRAPPER))
+
+
+def test_filled_is_the_student_version_with_the_solution_code_in_place():
+    nb = gen.student_notebook(new_notebook(cells=[cell(WRAPPER), hints_cell(), cell("check.scale(scale)", "check")]),
+                              "x.ipynb", filled=True)
+    assert nb.cells[0].source == WRAPPER.replace("    ### BEGIN SOLUTION\n", "").replace("    ### END SOLUTION\n", "")
+    assert nb.cells[1].source.startswith("cu.hints.offer")
+    assert nb.cells[2].metadata["tags"] == ["check"]     # nothing may raise on the student's path
+
+
+def test_hints_file_follows_the_solutions(tmp_path, monkeypatch):
+    (tmp_path / "solutions").mkdir()
+    (tmp_path / "pyproject.toml").write_text('[project]\nversion = "0.1.0"\n'
+                                             '[project.urls]\nRepository = "https://github.com/o/r"\n')
+    nbformat.write(new_notebook(cells=[cell(WRAPPER), hints_cell()]), tmp_path / "solutions" / "01_x.ipynb")
+    monkeypatch.setattr(gen, "ROOT", tmp_path)
+    assert gen.main([]) == 0
+    written = json.loads((tmp_path / gen.HINTS_JSON).read_text())
+    assert list(written) == ["scale"] and written["scale"]["notebook"] == "solutions/01_x.ipynb"
+    assert gen.main(["--check"]) == 0
+    (tmp_path / gen.HINTS_JSON).write_text("{}\n")
+    assert gen.main(["--check"]) == 1
+    assert gen.main(["--filled", str(tmp_path / "filled")]) == 0
+    filled = nbformat.read(tmp_path / "filled" / "notebooks" / "01_x.ipynb", as_version=4)
+    assert any("scale_kernel[grid]" in c.source for c in filled.cells)
+
+
+def test_the_committed_hints_file_has_every_exercise_with_hints():
+    """Every check or grade call in a solution notebook has a hints cell for its exercise: check.X's hints
+    are X; a lab's grade.X, labN.X (lab 2's add_rmsnorm is not lesson 05's)."""
+    hints = json.loads((ROOT / gen.HINTS_JSON).read_text())
+    missing = []
+    for src, _ in gen.targets():
+        nb = nbformat.read(src, as_version=4)
+        lab = re.match(r"(lab\d+)_", src.name)
+        for c in nb.cells:
+            if "check" in c.metadata.get("tags", []):
+                for kind, name in re.findall(r"\b(check|grade)\.(\w+)\(", c.source):
+                    if kind == "grade" and lab:
+                        name = f"{lab[1]}.{name}"
+                    if name not in hints:
+                        missing.append(f"{src.relative_to(ROOT)}: {name}")
+    assert not missing, "exercises without hints: " + ", ".join(missing)

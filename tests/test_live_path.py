@@ -2,18 +2,26 @@
 
 `./course test` runs every notebook headless (COURSE_HEADLESS=1), where a prediction takes its default
 at once. A student or an instructor runs them live: the predict widgets are displayed and wait for a
-click, and Run All goes past them with no guess committed. Every solution notebook must survive that,
-twice over in one kernel with the same result, and every student notebook up to its first stub."""
+click, and Run All goes past them with no guess committed. Every student notebook, with its stubs written
+(the solution's code, as a student has it once done), must survive that twice over in one kernel with the
+same result. The solutions differ from these by their hints cells (markdown there, a button here) and any
+cell tagged solution-only; they run live, once, in tests/test_browser.py."""
+import importlib.util
 import re
+import sys
 from pathlib import Path
 
+import nbformat
 import pytest
 
 import nbrun
 
 ROOT = nbrun.ROOT
-SOLUTIONS = [p for d in ("solutions", "solutions/labs") for p in sorted((ROOT / d).glob("*.ipynb"))]
-STUDENT = [p for d in ("notebooks", "labs") for p in sorted((ROOT / d).glob("*.ipynb"))]
+_spec = importlib.util.spec_from_file_location("course_generate", ROOT / "tools" / "generate.py")
+gen = sys.modules.setdefault("course_generate", importlib.util.module_from_spec(_spec))
+if not hasattr(gen, "student_notebook"):
+    _spec.loader.exec_module(gen)
+SOLUTIONS = [src for src, _ in gen.targets()]
 WIDGET = "application/vnd.jupyter.widget-view+json"
 
 
@@ -44,15 +52,25 @@ def texts(cells) -> list[str]:
     return out
 
 
-class _LiveSolution:
-    notebook: Path
+def filled(src: Path, folder: Path) -> Path:
+    """The student notebook of solution `src`, stubs written, saved under `folder` as it sits in the repo."""
+    student = dict(gen.targets())[src]
+    path = folder / student.relative_to(ROOT)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(gen.filled_student_notebook(src), path)
+    return path
+
+
+class _LiveStudentPath:
+    solution: Path
 
     def test_run_all_twice_live(self, tmp_path):
-        first, second = nbrun.execute(self.notebook, headless=False, passes=2, predictions=tmp_path / "p.jsonl")
-        name = self.notebook.relative_to(ROOT)
-        assert not errors(first), f"{name}, live Run All:\n  " + "\n  ".join(errors(first))
+        path = filled(self.solution, tmp_path)
+        first, second = nbrun.execute(path, headless=False, passes=2, predictions=tmp_path / "p.jsonl")
+        name = path.relative_to(tmp_path)
+        assert not errors(first), f"{name}, stubs written, live Run All:\n  " + "\n  ".join(errors(first))
         assert not errors(second), f"{name}, Run All again in the same kernel:\n  " + "\n  ".join(errors(second))
-        if any("predict." in c.source for c in first):
+        if any("predict." in c.source or "hints.offer" in c.source for c in first):
             assert any(WIDGET in o.get("data", {}) for c in first for o in c.get("outputs", [])), \
                 f"{name}: no widget was displayed on the live path"
         diff = [(i, a, b) for i, (a, b) in enumerate(zip(texts(first), texts(second))) if a != b]
@@ -60,21 +78,9 @@ class _LiveSolution:
             f"  cell {i}:\n    first:  {a[:300]!r}\n    second: {b[:300]!r}" for i, a, b in diff[:3])
 
 
-class _LiveStudent:
-    notebook: Path
-
-    def test_live_up_to_the_first_stub(self, tmp_path):
-        (cells,) = nbrun.execute(self.notebook, headless=False, predictions=tmp_path / "p.jsonl",
-                                 stop_before=lambda c: "stub" in c.metadata.get("tags", []))
-        assert not errors(cells), f"{self.notebook.relative_to(ROOT)}:\n  " + "\n  ".join(errors(cells))
-
-
 for _p in SOLUTIONS:
-    _n = "TestLive_" + re.sub(r"\W", "_", _p.relative_to(ROOT).with_suffix("").as_posix())
-    globals()[_n] = type(_n, (_LiveSolution,), {"notebook": _p})
-for _p in STUDENT:
-    _n = "TestLive_" + re.sub(r"\W", "_", _p.relative_to(ROOT).with_suffix("").as_posix())
-    globals()[_n] = type(_n, (_LiveStudent,), {"notebook": _p})
+    _n = "TestLive_" + re.sub(r"\W", "_", dict(gen.targets())[_p].relative_to(ROOT).with_suffix("").as_posix())
+    globals()[_n] = type(_n, (_LiveStudentPath,), {"solution": _p})
 
 
 def test_there_are_notebooks_to_run():

@@ -5,6 +5,10 @@
     python tools/generate.py --check   exit 1 if a generated file is missing or out of date,
                                        or if a solution notebook was saved with outputs (CI runs this)
     python tools/generate.py --strip   clear outputs and execution counts from the solution notebooks
+    python tools/generate.py --filled DIR
+                                       write into DIR the student notebooks with every stub written
+                                       (the solution's code): the student's path, which `./course test`
+                                       runs with nbval (DIR/notebooks/*.ipynb, DIR/labs/*.ipynb)
 
 Sources and targets:   solutions/NN_name.ipynb -> notebooks/NN_name.ipynb
                        solutions/labs/X.ipynb  -> labs/X.ipynb
@@ -25,7 +29,13 @@ The rules, in code cells of a solution notebook:
   * Tags: `check` (the cell calls a checker), `uses-exercise` (the cell uses the student's code),
     `solution-only` (the cell is dropped from the student version). The student version adds
     `raises-exception` to cells with a raise stub, to `check` and to `uses-exercise` cells, and `stub`
-    to every cell the generator changed.
+    to every cell the generator changed. A stub line may be at most CODE_WIDTH characters long.
+  * Hints: a markdown cell tagged `hints` holds the tiered hints of one exercise (see HINTS_FORMAT).
+    The student version has in its place a code cell, `cu.hints.offer("<exercise>")`, that shows a
+    button per hint; the texts go to course_utils/exercise_hints.json, which --check keeps current.
+  * `spoiler`, on a code cell after the first exercise, whose code gives that exercise's answer away (a
+    variant of the kernel, for measuring): the student version folds its source (JupyterLab's
+    source_hidden; Colab's form view, through a #@title line), to be opened once the check passes.
 Outputs and execution counts are stripped and metadata is kept minimal, so the output is byte-stable.
 """
 from __future__ import annotations
@@ -54,6 +64,23 @@ BEGIN = re.compile(r"^(?P<indent>[ \t]*)### BEGIN SOLUTION(?::[ \t]*(?P<hint>.*?
 END = re.compile(r"^(?P<indent>[ \t]*)### END SOLUTION[ \t]*$")
 DEFAULT_HINT = "write this part"
 STUDENT_TAGS_ADDED = ("raises-exception", "stub")
+CODE_WIDTH = 100   # characters: what a notebook shows of a code line without scrolling, on a laptop
+HINTS_JSON = Path("course_utils") / "exercise_hints.json"   # under ROOT: where course_utils.hints reads them
+HINTS_FORMAT = """\
+### Hints: `exercise`            <- the checker's (or grader's) name: check.exercise / grade.exercise
+
+#### 1 · the idea                <- one heading per hint, numbered from 1, in order
+<!-- addresses: stub raised -->  <- optional: the diagnosis keys of CheckFailed this hint helps with
+A question or a pointer first ...
+
+#### 2 · the structure
+...
+#### 3 · the recipe
+... pseudo-code last"""
+SPOILER_TITLE = "#@title Folded: this code gives the exercise's answer away. Open it once your check passes."
+HINTS_TITLE = re.compile(r"^###[ \t]+Hints:[ \t]*`?(?P<exercise>\w+(?:\.\w+)?)`?[ \t]*$")
+HINT_HEADING = re.compile(r"^####[ \t]+(?P<n>\d+)[ \t]*·[ \t]*(?P<title>\S.*?)[ \t]*$")
+HINT_ADDRESSES = re.compile(r"^<!--[ \t]*addresses:(?P<keys>[^>]*)-->[ \t]*$")
 
 
 class SourceError(ValueError):
@@ -144,6 +171,12 @@ def stub_source(source: str, where: str = "cell") -> tuple[str, list[Region]]:
     regions = find_regions(source, where)
     if not regions:
         return source, regions
+    for r in regions:
+        for line in stub_lines(r):
+            if len(line) > CODE_WIDTH:
+                raise SourceError(f"{where}, line {r.begin + 1}: the stub line is {len(line)} characters, over "
+                                  f"{CODE_WIDTH}: shorten the hint after `### BEGIN SOLUTION:` (a stub states the "
+                                  "contract; the help goes in the hints cell)")
     lines, out, pos = source.split("\n"), [], 0
     for r in regions:
         out += lines[pos:r.begin] + stub_lines(r)
@@ -158,6 +191,61 @@ def stub_source(source: str, where: str = "cell") -> tuple[str, list[Region]]:
     return new, regions
 
 
+# --- hints ---------------------------------------------------------------------------------------
+def parse_hints(source: str, where: str = "hints cell") -> tuple[str, list[dict]]:
+    """(exercise, [{title, text, addresses}]) from a markdown cell tagged `hints` (HINTS_FORMAT)."""
+    lines = source.strip("\n").split("\n")
+    m = HINTS_TITLE.match(lines[0]) if lines else None
+    if not m:
+        raise SourceError(f"{where}: a hints cell starts with a line `### Hints: `exercise``; the format is\n"
+                          + HINTS_FORMAT)
+    hints, current = [], None
+    for i, line in enumerate(lines[1:], start=2):
+        h = HINT_HEADING.match(line)
+        if h:
+            if int(h["n"]) != len(hints) + 1:
+                raise SourceError(f"{where}, line {i}: hint {h['n']} where hint {len(hints) + 1} comes next")
+            current = {"title": h["title"], "text": [], "addresses": []}
+            hints.append(current)
+        elif current is None:
+            if line.strip():
+                raise SourceError(f"{where}, line {i}: text before the first `#### 1 · title` heading")
+        elif HINT_ADDRESSES.match(line):
+            current["addresses"] += HINT_ADDRESSES.match(line)["keys"].split()
+        else:
+            current["text"].append(line)
+    if not hints:
+        raise SourceError(f"{where}: no hint in it; the format is\n" + HINTS_FORMAT)
+    for h in hints:
+        h["text"] = "\n".join(h["text"]).strip("\n")
+        if not h["text"]:
+            raise SourceError(f"{where}: hint {h['title']!r} has no text")
+    return m["exercise"], hints
+
+
+def hints_of(nb, name: str = "notebook") -> dict[str, dict]:
+    """{exercise: {"notebook": name, "hints": [...]}} for every hints cell of solution notebook `nb`."""
+    found = {}
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type == "markdown" and "hints" in _tags(cell):
+            exercise, hints = parse_hints(cell.source, f"{name}, cell {i} (id {cell.get('id')})")
+            if exercise in found:
+                raise SourceError(f"{name}: two hints cells for {exercise}")
+            found[exercise] = {"notebook": name, "hints": hints}
+        elif cell.cell_type == "code" and "hints" in _tags(cell):
+            raise SourceError(f"{name}, cell {i}: the tag `hints` belongs on a markdown cell")
+    return found
+
+
+def hints_cell(exercise: str):
+    return nbformat.v4.new_code_cell(
+        f'cu.hints.offer("{exercise}")  # stuck? a button per hint, from the idea to the recipe')
+
+
+def hints_json(all_hints: dict) -> str:
+    return json.dumps(dict(sorted(all_hints.items())), indent=1, ensure_ascii=False, sort_keys=True) + "\n"
+
+
 # --- notebooks ----------------------------------------------------------------------------------
 def _tags(cell) -> list[str]:
     return list(cell.get("metadata", {}).get("tags", []))
@@ -170,16 +258,30 @@ def _cell_id(cell, name: str, index: int) -> str:
     return hashlib.sha1(f"{name}:{index}".encode()).hexdigest()[:8]
 
 
-def student_notebook(nb, name: str = "notebook"):
-    """A new notebook: the student version of solution notebook `nb` (not modified)."""
-    cells = []
+def student_notebook(nb, name: str = "notebook", filled: bool = False):
+    """A new notebook: the student version of solution notebook `nb` (not modified).
+
+    filled=True: the student's notebook as it is once every stub is written, with the solution's code in
+    each stub (for the tests of the student's path: every cell after the stubs must then run)."""
+    cells, seen_exercise = [], False
     for i, cell in enumerate(nb.cells):
         tags = _tags(cell)
+        if cell.cell_type == "code" and find_regions(cell.source if isinstance(cell.source, str) else "".join(cell.source)):
+            seen_exercise = True
+        if "spoiler" in tags and (cell.cell_type != "code" or not seen_exercise):
+            raise SourceError(f"{name}, cell {i}: `spoiler` folds a code cell that comes after an exercise; "
+                              "this one is " + ("not code" if cell.cell_type != "code" else "before every exercise"))
         if "solution-only" in tags:
             continue
         source = cell.source if isinstance(cell.source, str) else "".join(cell.source)
         cid = _cell_id(cell, name, i)
-        if cell.cell_type == "code":
+        if cell.cell_type == "markdown" and "hints" in tags:
+            new = hints_cell(parse_hints(source, f"{name}, cell {i} (id {cid})")[0])
+        elif cell.cell_type == "code" and filled:
+            find_regions(source, f"{name}, cell {i} (id {cid})")  # the same authoring rules
+            new = nbformat.v4.new_code_cell("\n".join(ln for ln in source.split("\n")
+                                                      if not (BEGIN.match(ln) or END.match(ln))))
+        elif cell.cell_type == "code":
             new_source, regions = stub_source(source, f"{name}, cell {i} (id {cid})")
             add = []
             if any(not r.in_jit for r in regions) or "check" in tags or "uses-exercise" in tags:
@@ -200,6 +302,9 @@ def student_notebook(nb, name: str = "notebook"):
         new.id = cid
         if tags:
             new.metadata["tags"] = tags
+        if "spoiler" in tags:
+            new.source = SPOILER_TITLE + "\n" + new.source
+            new.metadata.update(json.loads(json.dumps(COLAB_INSTALL_METADATA)))
         cells.append(new)
     out = nbformat.v4.new_notebook(cells=cells)
     out.metadata = minimal_metadata(nb)
@@ -310,12 +415,19 @@ def with_colab_cells(nb, pin: Release, path: str):
     return nb
 
 
-def render(src: Path, dst: Path, pin: Release) -> tuple[str, str]:
-    """The text of the solution notebook `src` with current Colab cells, and of its student version."""
+def render(src: Path, dst: Path, pin: Release) -> tuple[str, str, dict]:
+    """The text of the solution notebook `src` with current Colab cells, of its student version, and the
+    notebook's hints."""
     name = src.relative_to(ROOT).as_posix()
     solution = with_colab_cells(nbformat.read(src, as_version=4), pin, name)
     student = with_colab_cells(student_notebook(solution, name), pin, dst.relative_to(ROOT).as_posix())
-    return to_text(solution), to_text(student)
+    return to_text(solution), to_text(student), hints_of(solution, name)
+
+
+def filled_student_notebook(src: Path):
+    """The student version of solution notebook `src` with every stub written (the solution's code)."""
+    name = src.relative_to(ROOT).as_posix()
+    return student_notebook(nbformat.read(src, as_version=4), name, filled=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -323,8 +435,22 @@ def main(argv: list[str] | None = None) -> int:
     mode = ap.add_mutually_exclusive_group()
     mode.add_argument("--check", action="store_true", help="report what is out of date; write nothing")
     mode.add_argument("--strip", action="store_true", help="clear outputs from the solution notebooks")
+    mode.add_argument("--filled", metavar="DIR", type=Path,
+                      help="write the student notebooks with every stub written into DIR")
     args = ap.parse_args(argv)
     rel = lambda p: p.relative_to(ROOT).as_posix()  # noqa: E731
+
+    if args.filled:
+        out = args.filled.resolve()
+        try:
+            for src, dst in targets():
+                path = out / dst.relative_to(ROOT)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(to_text(filled_student_notebook(src)), encoding="utf-8")
+        except SourceError as err:
+            print(err, file=sys.stderr)
+            return 1
+        return 0
 
     if args.strip:
         for src, _ in targets():
@@ -339,14 +465,19 @@ def main(argv: list[str] | None = None) -> int:
     except SourceError as err:
         print(err, file=sys.stderr)
         return 1
-    problems, expected = [], set()
+    problems, expected, all_hints, failed = [], set(), {}, set()
     for src, dst in targets():
         expected.add(dst)
         try:
-            solution, text = render(src, dst, pin)
+            solution, text, hints = render(src, dst, pin)
         except SourceError as err:
             problems.append(f"{rel(src)}: {err}")
+            failed.add(rel(src))
             continue
+        for exercise in hints:
+            if exercise in all_hints:
+                problems.append(f"{rel(src)}: hints for {exercise} are also in {all_hints[exercise]['notebook']}")
+        all_hints.update(hints)
         if args.check:
             if has_outputs(nbformat.read(src, as_version=4)):
                 problems.append(f"{rel(src)} was saved with outputs: run `python tools/generate.py --strip`")
@@ -365,6 +496,20 @@ def main(argv: list[str] | None = None) -> int:
             dst.parent.mkdir(parents=True, exist_ok=True)
             dst.write_text(text, encoding="utf-8")
             print(f"wrote {rel(dst)}")
+    if failed:  # a notebook that did not render keeps the hints it had in the file
+        try:
+            old = json.loads((ROOT / HINTS_JSON).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            old = {}
+        all_hints.update({ex: h for ex, h in old.items() if h.get("notebook") in failed and ex not in all_hints})
+    hints_text, hints_path = hints_json(all_hints), ROOT / HINTS_JSON
+    if not hints_path.exists() or hints_path.read_text(encoding="utf-8") != hints_text:
+        if args.check:
+            problems.append(f"{rel(hints_path)} is out of date")
+        else:
+            hints_path.parent.mkdir(parents=True, exist_ok=True)
+            hints_path.write_text(hints_text, encoding="utf-8")
+            print(f"wrote {rel(hints_path)}")
     for _, dst_dir in PAIRS:
         for orphan in sorted(set((ROOT / dst_dir).glob("*.ipynb")) - expected):
             problems.append(f"{rel(orphan)} has no solution notebook: delete it, or add the source under solutions/")

@@ -13,7 +13,14 @@ from ..environment import ON_GPU, INTERPRET
 
 
 class CheckFailed(AssertionError):
-    """The student's answer is wrong; the message says how and the likely cause."""
+    """The student's answer is wrong; the message says how and the likely cause.
+
+    diagnosis: a short key for that cause ("unwritten", "tail", "launches", or a checker's own such as
+    "tanh"); the exercise's hints list the keys each one addresses, so the failure can name a hint."""
+
+    def __init__(self, message: str = "", diagnosis: str | None = None):
+        super().__init__(message)
+        self.diagnosis = diagnosis
 
 
 @dataclass
@@ -30,8 +37,8 @@ class Passed:
         return s
 
 
-def fail(msg: str):
-    raise CheckFailed(msg)
+def fail(msg: str, diagnosis: str | None = None):
+    raise CheckFailed(msg, diagnosis)
 
 
 # --- poisoned allocations: an output element nobody wrote keeps this exact bit pattern -------------
@@ -69,7 +76,7 @@ def run(fn, *args, name: str, poison: bool = True):
     """Call the student's function with poisoned allocations; turn its failures into CheckFailed."""
     if not callable(fn):
         fail(f"check.{name} takes your function itself (e.g. check.{name}({name})), "
-             f"not {type(fn).__name__}")
+             f"not {type(fn).__name__}", "not-callable")
     try:
         if not poison:
             return fn(*args)
@@ -80,14 +87,14 @@ def run(fn, *args, name: str, poison: bool = True):
     except NotImplementedError as e:
         # from None: the student needs this one sentence, not the chain through the course's code
         raise CheckFailed(f"`{getattr(fn, '__name__', name)}` is still the stub ({e}). Write the code marked "
-                          "YOUR CODE HERE, run that cell, then run this check again.") from None
+                          "YOUR CODE HERE, run that cell, then run this check again.", "stub") from None
     except _interp.OutOfBounds as e:
-        raise CheckFailed(str(e)) from None
+        raise CheckFailed(str(e), "out-of-bounds") from None
     except Exception as e:  # the student's own bug: keep the chain so they can read the trace
         hint = explain(e)
         first = str(e).strip().splitlines()[0][:300] if str(e).strip() else ""
         msg = f"`{getattr(fn, '__name__', name)}` raised {type(e).__name__}: {first}"
-        raise CheckFailed(msg + (f"\nHint: {hint}" if hint else "")) from (None if hint else e)
+        raise CheckFailed(msg + (f"\nHint: {hint}" if hint else ""), "raised") from (None if hint else e)
 
 
 def bounds_check_on_gpu(fn, *args, name: str):
@@ -137,54 +144,58 @@ def compare(out, ref: torch.Tensor, *, name: str, like: torch.Tensor | None = No
             overflow_hint: str = "", tol: dict | None = None) -> None:
     """Fail with a diagnosis unless out matches ref.
 
-    wrong_answers: (tensor, message) pairs, realistic mistakes computed by the checker; if out
-    matches one of them, its message is the diagnosis."""
+    wrong_answers: (tensor, message) or (tensor, message, diagnosis key) triples, realistic mistakes
+    computed by the checker; if out matches one of them, its message is the diagnosis."""
     like = ref if like is None else like
     if out is None:
-        fail(f"`{name}` returned None: did you forget `return out`?")
+        fail(f"`{name}` returned None: did you forget `return out`?", "return")
     if not isinstance(out, torch.Tensor):
-        fail(f"`{name}` returned a {type(out).__name__}; it should return a torch.Tensor")
+        fail(f"`{name}` returned a {type(out).__name__}; it should return a torch.Tensor", "return")
     if out.device.type != like.device.type:
         fail(f"`{name}` returned a tensor on {out.device}, but the inputs are on {like.device}: allocate the "
-             "output like the input (torch.empty_like(x)).")
+             "output like the input (torch.empty_like(x)).", "return")
     if tuple(out.shape) != tuple(ref.shape):
-        fail(f"`{name}` returned shape {tuple(out.shape)}; expected {tuple(ref.shape)}")
+        fail(f"`{name}` returned shape {tuple(out.shape)}; expected {tuple(ref.shape)}", "return")
     if out.dtype != like.dtype:
         fail(f"`{name}` returned {out.dtype} for {like.dtype} inputs: keep the input's dtype "
-             "(torch.empty_like(x)), and cast inside the kernel if you compute in fp32.")
+             "(torch.empty_like(x)), and cast inside the kernel if you compute in fp32.", "dtype")
     tol = tol or tolerance(like.dtype)
     never = unwritten(out)
     if bool(never.any()):
         cause = ("Does the kernel store, and is it launched?" if bool(never.all()) else
                  "Is the grid big enough (triton.cdiv(n, BLOCK) programs)? Is the mask off by one?")
         fail(f"`{name}`: {_where(never.cpu(), 'were never written')} (they still hold the poison the "
-             f"check put in freshly allocated memory). {cause}")
+             f"check put in freshly allocated memory). {cause}", "unwritten")
     got, want = out.double(), ref.double()
     if bool((~torch.isfinite(got) & torch.isfinite(want)).any()):
         kind = "NaN" if bool((torch.isnan(got) & torch.isfinite(want)).any()) else "inf"
         fail(f"`{name}`: {_where((~torch.isfinite(got) & torch.isfinite(want)).cpu(), f'are {kind}')} where the "
-             f"answer is finite. {overflow_hint or 'Overflow? Is an intermediate too large for the dtype?'}")
+             f"answer is finite. {overflow_hint or 'Overflow? Is an intermediate too large for the dtype?'}",
+             "nonfinite")
     close = torch.isclose(got, want, **tol, equal_nan=True)
     if bool(close.all()):
         return
-    for alt, message in wrong_answers:
+    for alt, message, *key in wrong_answers:
         if alt is not None and alt.shape == out.shape and bool(
                 torch.isclose(got, alt.double(), **tol, equal_nan=True).all()):
-            fail(f"`{name}`: {message}")
+            fail(f"`{name}`: {message}", key[0] if key else "wrong-answer")
     bad = ~close
     err = (got - want).abs().masked_fill(~bad, 0)
     worst = tuple(int(i) for i in torch.nonzero(err == err.max())[0])
     idx = worst if len(worst) > 1 else worst[0]
     msg = f"`{name}`: {_where(bad.cpu(), 'are wrong')}. Worst at {idx}: got {got[worst].item():.6g}, " \
           f"expected {want[worst].item():.6g}."
+    diagnosis = "wrong"
     ratio = (got[bad] / want[bad]).cpu()
     ratio = ratio[torch.isfinite(ratio)]
     if ratio.numel() >= 2 and float(ratio.std()) < 1e-3 * max(1.0, abs(float(ratio.mean()))) and \
             abs(float(ratio.mean()) - 1) > 1e-2:
         msg += f" Every wrong element is off by the same factor, ×{float(ratio.mean()):.4g}: a missing or extra scale?"
+        diagnosis = "factor"
     elif _tail_run(bad.flatten()) == int(bad.sum()):
         msg += " Only the tail is wrong: is the last, partial block masked correctly?"
-    fail(msg)
+        diagnosis = "tail"
+    fail(msg, diagnosis)
 
 
 def ready(fn, cases, *, checker: str, atol: float = 1e-5, rtol: float = 1e-5) -> bool:
@@ -213,17 +224,17 @@ def own_kernels(t, name: str, advice: str = ""):
     foreign = [k.name for k in t.kernels if k.kind != "triton"]
     if foreign:
         fail(f"`{name}` computes the right numbers, but with PyTorch ({', '.join(foreign)}), not with a Triton "
-             f"kernel of yours{advice}.")
+             f"kernel of yours{advice}.", "pytorch")
 
 
 def pair(out, name: str, names: str, why: str):
     """fn's two outputs, or a failure that says what came back instead of the pair `names`, e.g. "(y, h)"."""
     if out is None:
-        fail(f"`{name}` returned None: it should return the pair {names}.")
+        fail(f"`{name}` returned None: it should return the pair {names}.", "return")
     if isinstance(out, torch.Tensor):
-        fail(f"`{name}` returned one tensor; it should return two, {names}: {why}.")
+        fail(f"`{name}` returned one tensor; it should return two, {names}: {why}.", "return")
     if not isinstance(out, (tuple, list)) or len(out) != 2:
-        fail(f"`{name}` returned {type(out).__name__}; it should return the pair {names}.")
+        fail(f"`{name}` returned {type(out).__name__}; it should return the pair {names}.", "return")
     return out
 
 
@@ -231,11 +242,11 @@ def budget(fn, args, *, name: str, launches: int, bytes: int, slack: float = 0.0
     """Count the trips of one call and fail if it launches or moves more than the budget allows."""
     t = trips.count(run, fn, *args, name=name, poison=False)
     if t.launches == 0:
-        fail(f"`{name}` launched no kernel at all: did it compute on the CPU side, or return early?")
+        fail(f"`{name}` launched no kernel at all: did it compute on the CPU side, or return early?", "no-launch")
     if t.launches > launches:
         fail(f"`{name}` made {t.launches} launches where {launches} should do: this is not fused. "
-             f"Every launch writes its result to HBM and the next reads it back.\n{t.table()}")
+             f"Every launch writes its result to HBM and the next reads it back.\n{t.table()}", "launches")
     if t.bytes > bytes * (1 + slack):
         fail(f"`{name}` moved {t.bytes} bytes; the budget is {bytes}: something is read or written "
-             f"more than once, or an intermediate goes to memory.\n{t.table()}")
+             f"more than once, or an intermediate goes to memory.\n{t.table()}", "bytes")
     return t

@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""How much of each exercise's solution a student can read without asking for a hint.
+
+    python tools/stub_share.py          a table: per exercise, the share of its solution's token
+                                        trigrams visible in the student notebook, and its hints
+
+The solution of an exercise is the code between its ### BEGIN/END SOLUTION markers (comments left
+out), cut into token trigrams ("tl . load", "offsets < n", ...); trigrams that its signature (the
+`def` lines of that cell) already shows do not count. Visible is what the student notebook shows from
+the exercise's section on (the last `## ` heading before the first stub, to the end): markdown, code
+and stubs, leaving out collapsed <details> blocks and folded `spoiler` cells, which a student opens on
+purpose. Hints are not in the student notebook at all. CONTRIBUTING's rule, kept by tests/test_stub_share.py: at most
+LIMIT of each exercise's trigrams visible.
+"""
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parent.parent
+LIMIT = 0.15
+_spec = importlib.util.spec_from_file_location("course_generate", ROOT / "tools" / "generate.py")
+gen = sys.modules.setdefault("course_generate", importlib.util.module_from_spec(_spec))
+if not hasattr(gen, "student_notebook"):
+    _spec.loader.exec_module(gen)
+
+TOKEN = re.compile(r"[A-Za-z_]\w*|\d+(?:\.\d+)?(?:e[+-]?\d+)?|==|!=|<=|>=|\*\*|//|<<|>>|[^\w\s]")
+DETAILS = re.compile(r"<details>.*?</details>", re.S)
+
+
+def trigrams(text: str) -> set[tuple[str, str, str]]:
+    t = TOKEN.findall(text)
+    return {tuple(t[i:i + 3]) for i in range(len(t) - 2)}
+
+
+def _code_only(lines: list[str]) -> str:
+    return "\n".join(re.sub(r"(^|\s)#.*$", "", ln) for ln in lines)
+
+
+@dataclass
+class Exercise:
+    notebook: str
+    name: str            # the last function the stub cell defines
+    trigrams: int        # of its solution, the signature's left out
+    visible: int         # of those, visible without a hint
+    hints: int
+
+    @property
+    def share(self) -> float:
+        return self.visible / self.trigrams if self.trigrams else 0.0
+
+
+def _defs(source: str) -> list[str]:
+    return re.findall(r"^\s*def (\w+)", source, re.M)
+
+
+def exercises(solution: Path, hints: dict | None = None) -> list[Exercise]:
+    """One Exercise per code cell of `solution` with solution regions."""
+    name = solution.relative_to(ROOT).as_posix()
+    nb = nbformat.read(solution, as_version=4)
+    student = gen.student_notebook(nb, name)
+    if hints is None:
+        hints = gen.hints_of(nb, name)
+    # visible: the student notebook from the section of the first stub on
+    first_stub = next(i for i, c in enumerate(student.cells) if "stub" in c.metadata.get("tags", []))
+    start = max([i for i, c in enumerate(student.cells[:first_stub])
+                 if c.cell_type == "markdown" and re.search(r"^## ", c.source, re.M)], default=0)
+    visible = set()
+    for c in student.cells[start:]:
+        if c.metadata.get("jupyter", {}).get("source_hidden"):
+            continue   # folded (a spoiler): opened on purpose, like a hint
+        visible |= trigrams(DETAILS.sub(" ", c.source))
+    out = []
+    for cell in nb.cells:
+        if cell.cell_type != "code" or "solution-only" in cell.metadata.get("tags", []):
+            continue
+        regions = gen.find_regions(cell.source)
+        if not regions:
+            continue
+        lines = cell.source.split("\n")
+        solved = set()
+        for r in regions:
+            solved |= trigrams(_code_only(lines[r.begin + 1:r.end]))
+        signature = set()
+        for ln in lines:
+            if re.match(r"\s*def ", ln):
+                signature |= trigrams(ln)
+        solved -= signature
+        checks = re.findall(r"\b(?:check|grade)\.(\w+)\(", "\n".join(c.source for c in nb.cells if c.cell_type == "code"))
+        ex_name = next((d for d in reversed(_defs(cell.source)) if d in checks), (_defs(cell.source) or ["?"])[-1])
+        n_hints = len(hints.get(ex_name, {}).get("hints", [])) if ex_name in hints else \
+            sum(len(h["hints"]) for h in hints.values()) if len(hints) == 1 else 0
+        out.append(Exercise(name, ex_name, len(solved), len(solved & visible), n_hints))
+    return out
+
+
+def all_exercises() -> list[Exercise]:
+    return [e for src, _ in gen.targets() for e in exercises(src)]
+
+
+def main() -> int:
+    rows = all_exercises()
+    print(f"{'notebook':45s} {'exercise':22s} {'trigrams':>8s} {'visible':>8s} {'hints':>5s}")
+    for e in rows:
+        flag = "" if e.share <= LIMIT else f"  over {LIMIT:.0%}"
+        print(f"{e.notebook:45s} {e.name:22s} {e.trigrams:8d} {e.share:8.0%} {e.hints:5d}{flag}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
