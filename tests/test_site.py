@@ -1,0 +1,299 @@
+"""The browsable edition (`./course site`, tools/build_site.py), built once from the committed executed
+notebooks (docs/gpu-results/notebooks/), on a CPU:
+
+* every lesson and lab has a page, reachable from the index;
+* each page names the run it shows (GPU, versions, date; a CPU stand-in says it is one) and carries
+  that run's printed numbers and figures;
+* where the lesson has an exercise, the page shows the student's stub;
+* no line of any solution's code that no student notebook shows is anywhere in the built site, as a line
+  of any file (and the search for it finds such a line when one is put there);
+* in headless Chromium: the index opens, its links lead to the lessons, figures load as images, the
+  run's numbers are on the page (skipped without Debian's chromium, as tests/test_browser.py is).
+"""
+import functools
+import html
+import http.server
+import importlib.util
+import re
+import shutil
+import sys
+import threading
+import time
+from html.parser import HTMLParser
+from pathlib import Path
+
+import nbformat
+import pytest
+
+pytest.importorskip("myst_nb", reason="myst-nb is not installed (pip install -e '.[test]')")
+
+ROOT = Path(__file__).resolve().parent.parent
+_spec = importlib.util.spec_from_file_location("course_build_site", ROOT / "tools" / "build_site.py")
+site = sys.modules["course_build_site"] = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(site)
+gen = site.gen   # tools/generate.py, as the site uses it
+
+PAGES = site.pages()
+# as in tests/test_browser.py: no sandbox (root in a container), no GPU, no traffic of chromium's own
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+def norm(text: str) -> str:
+    return " ".join(text.split())
+
+
+# --- what the site may and may not show --------------------------------------------------------------
+def solution_lines(nb) -> set[str]:
+    """Lines of a solution notebook a student does not see unfolded: the solution regions, and the whole of
+    `solution-only` and `spoiler` code cells."""
+    hidden = set()
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        lines = cell.source.split("\n")
+        if {"solution-only", "spoiler"} & set(cell.metadata.get("tags", [])):
+            hidden |= {norm(ln) for ln in lines}
+        for r in gen.find_regions(cell.source):
+            hidden |= {norm(ln) for ln in lines[r.begin + 1:r.end]}
+    return hidden
+
+
+def student_lines(nb, name: str) -> set[str]:
+    """Every line a student sees unfolded in the student version of solution notebook `nb`."""
+    return {norm(ln) for cell in gen.student_notebook(nb, name).cells
+            if "spoiler" not in cell.metadata.get("tags", []) for ln in cell.source.split("\n")}
+
+
+@functools.lru_cache(maxsize=None)
+def secret_lines() -> frozenset[str]:
+    """The solutions' lines of code that no student notebook shows, from the solutions as they are and as
+    they were when each committed artifact ran. A line some student notebook shows (an import, a line of
+    lesson 03's kernel that lesson 04 reuses) may be on the site."""
+    notebooks = [(src.relative_to(ROOT).as_posix(), nbformat.read(src, as_version=4)) for src, _ in PAGES]
+    notebooks += [(p.relative_to(ROOT).as_posix(), nbformat.read(p, as_version=4))
+                  for p in sorted(site.ARTIFACTS.rglob("*.ipynb"))]
+    hidden, visible = set(), set()
+    for name, nb in notebooks:
+        hidden |= solution_lines(nb)
+        visible |= student_lines(nb, name)
+    return frozenset(ln for ln in hidden - visible if ln and not ln.startswith("#"))
+
+
+class _Text(HTMLParser):
+    """The text of an HTML file, script and style included, with its line breaks."""
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.parts = []
+
+    def handle_data(self, data):
+        self.parts.append(data)
+
+
+def file_lines(path: Path) -> list[str]:
+    """A built file's text as lines, whitespace collapsed: an HTML page's without its tags (the
+    highlighter splits a line of code into many spans); other text files as they are; binaries: none."""
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except (UnicodeDecodeError, ValueError):
+        return []
+    if path.suffix == ".html":
+        parser = _Text()
+        parser.feed(raw)
+        raw = "".join(parser.parts)
+    return [norm(html.unescape(ln)) for ln in raw.split("\n")]
+
+
+PROMPT = re.compile(r"^(?:(?:-*>|\d+|In \[\d*\]:|>>>|\.\.\.)\s+)+")   # a traceback's arrow or line number, a prompt
+
+
+def leaks(folder: Path, secrets: frozenset[str]) -> dict[str, list[str]]:
+    """{file: [secret lines found in it]}: a line of the file that is, whitespace aside, a secret line.
+    A line of code shown as code (a cell, a traceback's source line once its prompt is gone) is a line of
+    its own; an inline mention in prose or in a stub's contract is not counted: the student notebooks
+    show those too, and tools/stub_share.py measures them."""
+    found = {}
+    for path in sorted(folder.rglob("*")):
+        if path.is_file():
+            lines = file_lines(path)
+            hits = sorted(secrets & ({PROMPT.sub("", ln) for ln in lines} | set(lines)))
+            if hits:
+                found[path.relative_to(folder).as_posix()] = hits
+    return found
+
+
+# --- the site, built once ----------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("site")
+    t0 = time.perf_counter()
+    assert site.build(tmp / "site", tmp / "site-src") == 0, "the site did not build (Sphinx's messages above)"
+    print(f"site built in {time.perf_counter() - t0:.0f} s")
+    return tmp / "site"
+
+
+def page_file(built: Path, page: str) -> Path:
+    return built / f"{page}.html"
+
+
+def runs() -> list[tuple[Path, str, Path]]:
+    """(solution, page, artifact) for every page that shows a recorded run."""
+    return [(src, page, run) for src, page in PAGES if (run := site.pick_run(src)) is not None]
+
+
+def page_text(built: Path, page: str) -> str:
+    return norm(" ".join(file_lines(page_file(built, page))))
+
+
+def test_every_lesson_and_lab_is_a_page_linked_from_the_index(built):
+    index = (built / "index.html").read_text(encoding="utf-8")
+    assert len(PAGES) == 14
+    for _, page in PAGES:
+        assert page_file(built, page).is_file(), f"no page for {page}"
+        assert f'href="{page}.html"' in index, f"the index does not link to {page}"
+
+
+def test_each_page_names_the_run_it_shows(built):
+    shown = {page for _, page, _ in runs()}
+    for src, page in PAGES:
+        text = page_text(built, page)
+        if page not in shown:
+            assert "Not run yet" in text, page
+            continue
+        run = nbformat.read(site.pick_run(src), as_version=4).metadata["gpu_run"]
+        assert norm(site.run_line(run)) in text, f"{page}: the run's line is missing"
+        for key in ("device", "torch", "triton", "date"):
+            assert run[key] in text, f"{page}: the run's {key} ({run[key]}) is not on the page"
+        standin = site.pick_run(src).relative_to(site.ARTIFACTS).parts[0] == site.STANDIN
+        assert ("Stand-in: run on a CPU, not on a GPU" in text) == standin, page
+
+
+def test_a_page_carries_its_runs_numbers_and_figures(built):
+    assert runs(), "no executed notebook is committed in docs/gpu-results/notebooks/"
+    for src, page, run_path in runs():
+        executed = nbformat.read(run_path, as_version=4)
+        student_ids = {c.get("id") for c in gen.student_notebook(executed, page).cells}
+        text = page_text(built, page)
+        printed, figures = 0, 0
+        for cell in executed.cells:
+            if cell.cell_type != "code" or cell.get("id") not in student_ids:
+                continue
+            for o in cell.get("outputs", []):
+                if o.output_type == "stream" and o.name == "stdout":
+                    for line in o.text.split("\n"):
+                        if re.search(r"\d", line):
+                            assert norm(line) in text, f"{page}: the run printed {line!r}; the page lacks it"
+                            printed += 1
+                figures += "image/png" in o.get("data", {})
+        html_page = page_file(built, page).read_text(encoding="utf-8")
+        images = re.findall(r'<img[^>]+src="(\.\./_images/[^"]+\.png)"', html_page)
+        assert len(images) == figures, f"{page}: {figures} figures in the run, {len(images)} images on the page"
+        for img in images:
+            assert (page_file(built, page).parent / img).is_file(), f"{page}: {img} is missing"
+        assert printed > 0, f"{page}: its run printed no number"
+
+
+def test_exercises_show_the_students_stub(built):
+    stubs = 0
+    for src, page in PAGES:
+        run_path = site.pick_run(src)
+        nb = nbformat.read(run_path or src, as_version=4)
+        text = page_text(built, page)
+        for cell in nb.cells:
+            if cell.cell_type == "code":
+                for r in gen.find_regions(cell.source):
+                    for line in gen.stub_lines(r):
+                        assert norm(line) in text, f"{page}: the stub line {line.strip()!r} is not on the page"
+                        stubs += 1
+    assert stubs >= len(PAGES)
+
+
+def test_no_line_of_a_solution_is_anywhere_in_the_site(built):
+    secrets = secret_lines()
+    assert len(secrets) > 100, f"only {len(secrets)} secret lines: the search would prove little"
+    found = leaks(built, secrets)
+    assert not found, f"solution code in the built site: {found}"
+
+
+def test_the_search_finds_a_solution_line_put_into_a_page(built, tmp_path):
+    """The check above can fail: a page whose stub is swapped for the solution, highlighted as Sphinx
+    highlights code, is caught."""
+    from pygments import highlight
+    from pygments.formatters import HtmlFormatter
+    from pygments.lexers import PythonLexer
+
+    src = next(s for s, page in PAGES if page == "lessons/04_fuse_bias_gelu")
+    nb = nbformat.read(src, as_version=4)
+    cell = next(c for c in nb.cells if c.cell_type == "code" and gen.find_regions(c.source))
+    secret = sorted(s for s in solution_lines(nb) & secret_lines())[0]
+    copy = tmp_path / "site"
+    shutil.copytree(built / "lessons", copy / "lessons")
+    page = copy / "lessons" / "04_fuse_bias_gelu.html"
+    leaked = highlight(cell.source, PythonLexer(), HtmlFormatter())
+    page.write_text(page.read_text(encoding="utf-8").replace("</main>", leaked + "</main>"), encoding="utf-8")
+    assert secret in leaks(copy, secret_lines()).get("lessons/04_fuse_bias_gelu.html", [])
+
+
+# --- in a browser ------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def served(built):
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(built)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_port}/"
+    server.shutdown()
+
+
+@pytest.mark.browser
+def test_in_a_browser_the_index_leads_to_lessons_with_their_runs_numbers_and_figures(served):
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        pytest.skip("no chromium on PATH (Debian: apt-get install chromium)")
+    shots = ROOT / "build" / "screenshots"
+    shots.mkdir(parents=True, exist_ok=True)
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)  # tests/test_browser.py's
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        failed = []
+        page.on("requestfailed", lambda r: failed.append(r.url) if r.url.startswith(served) else None)
+        page.goto(served + "index.html")
+        page.screenshot(path=str(shots / "site-index.png"))
+        assert "Feed the Beast" in page.title()
+        visited = 0
+        for src, page_path, run_path in runs():
+            page.goto(served + "index.html")
+            title = site.title_of(nbformat.read(run_path, as_version=4))
+            page.locator("main").get_by_role("link", name=title, exact=True).first.click()
+            page.wait_for_load_state("load")
+            assert page.url.split("#")[0] == served + page_path + ".html", f"the index's link to {title!r} went astray"
+            sync_api.expect(page.locator("h1").first).to_contain_text(title)
+            text = page.locator("main").inner_text()
+            run = nbformat.read(run_path, as_version=4).metadata["gpu_run"]
+            assert run["device"] in text and run["date"] in text, f"{page_path}: the run is not named on the page"
+            executed = nbformat.read(run_path, as_version=4)
+            numbers = [ln for c in executed.cells if c.cell_type == "code" for o in c.get("outputs", [])
+                       if o.output_type == "stream" and o.name == "stdout"
+                       for ln in o.text.split("\n") if re.search(r"\d\.\d", ln)]
+            assert numbers and all(norm(n) in norm(text) for n in numbers[:10]), f"{page_path}: numbers missing"
+            images = page.locator("main img[src*='_images/']")
+            for i in range(images.count()):
+                images.nth(i).scroll_into_view_if_needed()
+                ok = images.nth(i).evaluate("img => img.complete && img.naturalWidth > 0")
+                assert ok, f"{page_path}: figure {i} did not load as an image"
+            shown = {norm(ln) for ln in text.split("\n")}
+            assert not secret_lines() & shown, f"{page_path}: solution code on the page"
+            page.screenshot(path=str(shots / f"site-{Path(page_path).name}.png"))
+            # the theme's "next" link leads on through the course
+            nxt = page.locator("a.right-next")
+            if nxt.count():
+                nxt.first.click()
+                page.wait_for_load_state("load")
+                assert page.locator("h1").first.inner_text().strip(), "the next page has no title"
+            visited += 1
+        browser.close()
+    assert visited == len(runs())
+    assert not failed, f"requests within the site failed: {failed}"
