@@ -5,7 +5,8 @@ that runs every student's server as this user, with a home of its own, instead o
 Two students log in through the login form, each gets a server, and lesson 00 (the student version,
 from the copy the hub made in their home) runs in a kernel of each, cell after cell: only the cells a
 student's stub makes fail may fail. Then: each has their own notebooks, caches and prediction log,
-and alice's run wrote nothing into bob's log. Skipped where JupyterHub or its proxy is missing.
+and alice's run wrote nothing into bob's log; nbgrader's instructor pages are not in their servers.
+Skipped where JupyterHub or its proxy is missing.
 """
 import asyncio
 import json
@@ -248,3 +249,6 @@ def test_two_students_run_lesson_00_each_with_their_own_files(hub):
         for key in ("COURSE_PREDICTIONS", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR", "XDG_CACHE_HOME"):
             assert env[key] and env[key].startswith(home + "/"), f"{name}: {key} = {env[key]} is not in {home}"
         assert env["JUPYTER_CONFIG_PATH"] == str(ROOT / "jupyter")
+        # the course's Jupyter settings hold: no nbgrader instructor pages in a student's server
+        assert s.api("GET", f"/user/{name}/formgrader").status_code == 404
+        assert s.api("GET", f"/user/{name}/api/status").ok
