@@ -143,23 +143,27 @@ class Student:
         r = self.api("POST", f"/hub/api/users/{self.name}/server")
         assert r.status_code in (201, 202), f"{self.name}: spawn answered {r.status_code} {r.text}\n{self.hub.tail()}"
         deadline = time.monotonic() + START
-        while time.monotonic() < deadline:
-            if self.api("GET", f"/user/{self.name}/api/status").ok:
+        while time.monotonic() < deadline:   # the hub says when the server is ready (a request to the
+            user = self.api("GET", f"/hub/api/users/{self.name}").json()   # server before then gets a
+            if user.get("servers", {}).get("", {}).get("ready"):             # "pending" page, status 200)
+                status = self.api("GET", f"/user/{self.name}/api/status", allow_redirects=False)
+                assert status.ok and "started" in status.json(), f"{self.name}: {status.status_code} {status.text}"
                 return
             time.sleep(1)
         pytest.fail(f"{self.name}'s server did not start:\n{self.hub.tail()}")
 
-    def run_notebook(self, path: str) -> list[tuple[str | None, str]]:
+    def run_notebook(self, path: str, then: tuple[str, ...] = ()) -> list[tuple[str | None, str]]:
         """Run the notebook at `path` (in the student's folder) in a new kernel of theirs, in that
-        notebook's folder, cell after cell; for each code cell, (its error or None, what it printed)."""
+        notebook's folder, cell after cell, then the code in `then`; for each, (its error or None, what
+        it printed)."""
         nb = nbformat.from_dict(self.api("GET", f"/user/{self.name}/api/contents/{path}").json()["content"])
         r = self.api("POST", f"/user/{self.name}/api/sessions",
                      json={"path": path, "type": "notebook", "name": "", "kernel": {"name": "python3"}})
         assert r.status_code == 201, f"{self.name}: no kernel: {r.status_code} {r.text}"
         session = r.json()
         try:
-            return asyncio.run(self._execute(session["kernel"]["id"], [c.source for c in nb.cells
-                                                                        if c.cell_type == "code"]))
+            code = [c.source for c in nb.cells if c.cell_type == "code"] + list(then)
+            return asyncio.run(self._execute(session["kernel"]["id"], code))
         finally:
             self.api("DELETE", f"/user/{self.name}/api/sessions/{session['id']}")
 
@@ -171,15 +175,15 @@ class Student:
         results, session = [], uuid.uuid4().hex
         try:
             for i, source in enumerate(sources):
-                msg_id, error, printed = uuid.uuid4().hex, None, ""
+                msg_id, error, printed, replied, idle = uuid.uuid4().hex, None, "", False, False
                 await ws.write_message(json.dumps({
                     "header": {"msg_id": msg_id, "msg_type": "execute_request", "session": session,
                                "username": self.name, "version": "5.3"},
                     "parent_header": {}, "metadata": {}, "channel": "shell", "buffers": [],
                     "content": {"code": source, "silent": False, "store_history": True,
                                 "user_expressions": {}, "allow_stdin": False, "stop_on_error": False}}))
-                while True:
-                    raw = await asyncio.wait_for(ws.read_message(), CELL)
+                while not (replied and idle):   # the reply (shell) may come before the outputs (iopub);
+                    raw = await asyncio.wait_for(ws.read_message(), CELL)   # "idle" comes after them
                     assert raw is not None, f"{self.name}: the kernel's websocket closed in code cell {i}"
                     msg = json.loads(raw)
                     if msg.get("parent_header", {}).get("msg_id") != msg_id:
@@ -188,8 +192,8 @@ class Student:
                         printed += msg["content"]["text"]
                     if msg["msg_type"] == "error":
                         error = f"{msg['content']['ename']}: {msg['content']['evalue']}"[:300]
-                    if msg["channel"] == "shell" and msg["msg_type"] == "execute_reply":
-                        break
+                    replied = replied or msg["msg_type"] == "execute_reply"
+                    idle = idle or (msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle")
                 results.append((error, printed))
         finally:
             ws.close()
@@ -221,28 +225,25 @@ def test_two_students_run_lesson_00_each_with_their_own_files(hub):
         assert (folder / "labs").is_dir(), f"{name} has no copy of the labs"
     logs = {name: folder / "predictions.jsonl" for name, folder in work.items()}
 
-    t0 = time.perf_counter()
-    results = students["alice"].run_notebook("notebooks/00_setup.ipynb")
+    # after the lesson, in the same kernel: its own view of its home, caches and log
+    probe = ("import os, json\n"
+             "print(json.dumps({k: os.environ.get(k) for k in ('HOME', 'COURSE_PREDICTIONS', "
+             "'TORCHINDUCTOR_CACHE_DIR', 'TRITON_CACHE_DIR', 'XDG_CACHE_HOME', 'JUPYTER_CONFIG_PATH')}))")
+    t0, seen = time.perf_counter(), {}
+    *results, seen["alice"] = students["alice"].run_notebook("notebooks/00_setup.ipynb", then=(probe,))
     assert not unexpected_errors(results), f"alice's lesson 00 failed where no stub is: {unexpected_errors(results)}"
     assert any(err for err, _ in results), "no stub failed: was this the student's lesson 00?"
     alice = log_lines(logs["alice"])
     assert alice, "alice's predictions were not logged in her folder"
     assert not log_lines(logs["bob"]), "alice's predictions went into bob's log"
 
-    results = students["bob"].run_notebook("notebooks/00_setup.ipynb")
+    *results, seen["bob"] = students["bob"].run_notebook("notebooks/00_setup.ipynb", then=(probe,))
     assert not unexpected_errors(results), f"bob's lesson 00 failed where no stub is: {unexpected_errors(results)}"
     assert len(log_lines(logs["bob"])) == len(alice), "bob's log is not his own run's"
     assert log_lines(logs["alice"]) == alice, "bob's run changed alice's log"
     print(f"lesson 00 for two students in {time.perf_counter() - t0:.0f} s; {len(alice)} predictions each")
 
-    # the kernels' own view: a home, caches and a log per student, the course importable
-    probe = ("import os, json, course_utils\n"
-             "print(json.dumps({k: os.environ.get(k) for k in ('HOME', 'COURSE_PREDICTIONS', "
-             "'TORCHINDUCTOR_CACHE_DIR', 'TRITON_CACHE_DIR', 'XDG_CACHE_HOME', 'JUPYTER_CONFIG_PATH')}))")
-    for name, s in students.items():
-        (work[name] / "probe.ipynb").write_text(nbformat.writes(nbformat.v4.new_notebook(
-            cells=[nbformat.v4.new_code_cell(probe)])), encoding="utf-8")
-        [(error, printed)] = s.run_notebook("probe.ipynb")
+    for name, (error, printed) in seen.items():
         assert error is None, f"{name}: {error}"
         env, home = json.loads(printed.strip().splitlines()[-1]), str(hub.homes / name)
         assert env["HOME"] == home, env
@@ -250,5 +251,5 @@ def test_two_students_run_lesson_00_each_with_their_own_files(hub):
             assert env[key] and env[key].startswith(home + "/"), f"{name}: {key} = {env[key]} is not in {home}"
         assert env["JUPYTER_CONFIG_PATH"] == str(ROOT / "jupyter")
         # the course's Jupyter settings hold: no nbgrader instructor pages in a student's server
-        assert s.api("GET", f"/user/{name}/formgrader").status_code == 404
-        assert s.api("GET", f"/user/{name}/api/status").ok
+        assert students[name].api("GET", f"/user/{name}/formgrader").status_code == 404
+        assert students[name].api("GET", f"/user/{name}/api/status").ok
