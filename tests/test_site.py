@@ -263,7 +263,7 @@ def test_in_a_browser_the_index_leads_to_lessons_with_their_runs_numbers_and_fig
         page.goto(served + "index.html")
         page.screenshot(path=str(shots / "site-index.png"))
         assert "Feed the Beast" in page.title()
-        visited = 0
+        visited, figures, numbers_seen = 0, 0, 0
         for src, page_path, run_path in runs():
             page.goto(served + "index.html")
             title = site.title_of(nbformat.read(run_path, as_version=4))
@@ -279,11 +279,13 @@ def test_in_a_browser_the_index_leads_to_lessons_with_their_runs_numbers_and_fig
                        if o.output_type == "stream" and o.name == "stdout"
                        for ln in o.text.split("\n") if re.search(r"\d\.\d", ln)]
             assert numbers and all(norm(n) in norm(text) for n in numbers[:10]), f"{page_path}: numbers missing"
+            numbers_seen += min(len(numbers), 10)
             images = page.locator("main img[src*='_images/']")
             for i in range(images.count()):
                 images.nth(i).scroll_into_view_if_needed()
                 ok = images.nth(i).evaluate("img => img.complete && img.naturalWidth > 0")
                 assert ok, f"{page_path}: figure {i} did not load as an image"
+                figures += 1
             shown = {norm(ln) for ln in text.split("\n")}
             assert not secret_lines() & shown, f"{page_path}: solution code on the page"
             page.screenshot(path=str(shots / f"site-{Path(page_path).name}.png"))
@@ -297,3 +299,66 @@ def test_in_a_browser_the_index_leads_to_lessons_with_their_runs_numbers_and_fig
         browser.close()
     assert visited == len(runs())
     assert not failed, f"requests within the site failed: {failed}"
+    print(f"browser: {visited} pages reached from the index, {figures} figures loaded, "
+          f"{numbers_seen} printed lines with numbers found")
+
+
+def test_a_gpus_run_is_shown_before_a_cpu_stand_in_then_the_latest(tmp_path):
+    src = ROOT / "solutions" / "00_setup.ipynb"
+
+    def artifact(gpu: str, date: str) -> Path:
+        nb = nbformat.v4.new_notebook()
+        nb.metadata["gpu_run"] = {"date": date, "device": gpu}
+        path = tmp_path / gpu / "00_setup.ipynb"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        nbformat.write(nb, path)
+        return path
+
+    assert site.pick_run(src, tmp_path) is None
+    standin = artifact(site.STANDIN, "2026-11-24 13:41 UTC")
+    assert site.pick_run(src, tmp_path) == standin
+    h100 = artifact("nvidia-h100-80gb-hbm3", "2026-11-22 17:42 UTC")   # older, but a GPU's
+    assert site.pick_run(src, tmp_path) == h100
+    later = artifact("nvidia-h200", "2026-11-25 09:00 UTC")
+    assert site.pick_run(src, tmp_path) == later
+
+
+def test_a_page_keeps_hints_spoilers_and_tracebacks_from_giving_the_answer_away(tmp_path):
+    """On an executed notebook with each kind of cell the generator treats specially: the page shows the
+    stub and the outputs, the hints only as the student's call for them, a spoiler's output without its
+    code, nothing of a solution-only cell, and an error without its traceback (which quotes code)."""
+    from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+    cells = [
+        new_markdown_cell("# 99 · A test page"),
+        new_code_cell("def f(x):\n    ### BEGIN SOLUTION: return twice x\n    return x + x  # the secret\n"
+                      "    ### END SOLUTION", outputs=[]),
+        new_markdown_cell("### Hints: `f_twice`\n\n#### 1 · the idea\nThe hint's own words.",
+                          metadata={"tags": ["hints"]}),
+        new_code_cell("print(f(21))", outputs=[new_output("stream", name="stdout", text="42\n")]),
+        new_code_cell("def g(x):\n    return x * 2  # a variant\nprint(g(21))",
+                      metadata={"tags": ["spoiler"]}, outputs=[new_output("stream", name="stdout", text="g: 42\n")]),
+        new_code_cell("print('only the instructor')", metadata={"tags": ["solution-only"]},
+                      outputs=[new_output("stream", name="stdout", text="instructor's eyes only\n")]),
+        new_code_cell("f(None)", outputs=[new_output("error", ename="TypeError", evalue="unsupported operand",
+                                                     traceback=["----> 3     return x + x  # the secret"])]),
+    ]
+    for i, c in enumerate(cells):
+        c.id = f"cell{i}"
+    executed = new_notebook(cells=cells)
+    executed.metadata["gpu_run"] = {"device": "NVIDIA H100 80GB HBM3", "date": "2026-11-22 17:42 UTC",
+                                    "torch": "2.11.0", "triton": "3.6.0", "status": "ok", "wall_s": 1.0}
+    path = tmp_path / "nvidia-h100-80gb-hbm3" / "99_test.ipynb"
+    path.parent.mkdir()
+    nbformat.write(executed, path)
+    page = site.page_notebook(ROOT / "solutions" / "99_test.ipynb", path, gen.release())
+    text = nbformat.writes(page)
+    assert 'raise NotImplementedError(\\"return twice x\\")' in text
+    assert "the secret" not in text and "return x + x" not in text
+    assert "The hint's own words" not in text and 'cu.hints.offer(\\"f_twice\\")' in text
+    spoiler = next(c for c in page.cells if c.get("id") == "cell4")
+    assert "remove-input" in spoiler.metadata["tags"] and "x * 2" not in spoiler.source
+    assert spoiler.outputs[0].text == "g: 42\n"
+    assert "instructor" not in text
+    assert "TypeError: unsupported operand" in text and "---->" not in text
+    assert "As it ran on the NVIDIA H100 80GB HBM3" in page.cells[1].source
+    assert next(c for c in page.cells if c.get("id") == "cell3").outputs[0].text == "42\n"
