@@ -49,3 +49,14 @@ def test_merge_keeps_the_latest_run(tmp_path):
     assert nbformat.read(target, as_version=4).cells[0].outputs[0].text == "new"
     gpu_run.merge([came_back("c", "2026-11-23 09:00 UTC", "newer")], results)
     assert nbformat.read(target, as_version=4).cells[0].outputs[0].text == "newer"
+
+
+def test_merge_takes_a_folder_of_executed_notebooks(tmp_path):
+    came_back = tmp_path / "out" / "notebooks"
+    for rel in ("solutions/00_setup.ipynb", "solutions/labs/lab1_swiglu.ipynb"):
+        gpu_run.save_artifact(gpu_run.artifact(executed(rel), rel, INFO, "ok", 1), came_back, "h100", rel)
+    results = tmp_path / "results"
+    assert gpu_run.merge([came_back], results) == 0
+    kept = sorted(p.relative_to(results).as_posix() for p in results.rglob("*.ipynb"))
+    assert kept == ["notebooks/nvidia-h100-80gb-hbm3/00_setup.ipynb",
+                    "notebooks/nvidia-h100-80gb-hbm3/labs/lab1_swiglu.ipynb"]

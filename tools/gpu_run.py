@@ -22,8 +22,9 @@ Each executed notebook, outputs and figures included, is also kept as an artifac
 with the run in its metadata under "gpu_run" (date, device, capability, driver, torch, CUDA,
 Triton, Python, status, wall time, source path), and a copy under --out/notebooks/<gpu>/. Bring
 copies that came back from a GPU machine home with --merge, as for the reports:
-    python3 tools/gpu_run.py --merge build/gpu/*/*.md build/gpu/*/notebooks/*/*.ipynb
-(an artifact replaces the one there only if its run is not older).
+    python3 tools/gpu_run.py --merge build/gpu/*/*.md build/gpu/*/notebooks
+(a folder stands for every .ipynb under it; an artifact replaces the one there only if its run is not
+older).
 
 Where Jupyter is not installed (the lent GPU machines), carry the wheels that tools/gpu_wheels.sh
 fetches and put them on the path first:
@@ -337,6 +338,7 @@ def merge(reports: list[Path], results: Path) -> int:
     """Each device call is a fresh machine with the report as it was when the call started, so reports of
     calls made side by side each lack the others' sections: keep, per section, the latest run."""
     results.mkdir(parents=True, exist_ok=True)
+    reports = [f for r in reports for f in (sorted(r.rglob("*.ipynb")) if r.is_dir() else [r])]
     notebooks = [r for r in reports if r.suffix == ".ipynb"]
     reports = [r for r in reports if r.suffix != ".ipynb"]
     kept = [t for t in (merge_artifact(p, results) for p in notebooks) if t]
@@ -376,8 +378,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--select", default="tests", help="what pytest runs, e.g. \"tests -k 'not TestLive'\" "
                     "(default: tests); each selection is a section of its own")
     ap.add_argument("--merge", nargs="+", type=Path, metavar="REPORT",
-                    help="merge these reports (and executed notebooks, .ipynb) into --results instead of "
-                         "running anything")
+                    help="merge these reports (and executed notebooks: .ipynb files, or folders of them) "
+                         "into --results instead of running anything")
     args = ap.parse_args(argv)
     if args.merge:
         return merge(args.merge, args.results)
