@@ -17,6 +17,14 @@ results; figures as [figure]), trimmed, plus the error if any. Sections of noteb
 are kept from the existing report, unless --fresh. A copy of the report and a zip of the executed
 notebooks go to --out.
 
+Each executed notebook, outputs and figures included, is also kept as an artifact (what
+`./course site` builds the browsable edition from): docs/gpu-results/notebooks/<gpu>/<name>.ipynb,
+with the run in its metadata under "gpu_run" (date, device, capability, driver, torch, CUDA,
+Triton, Python, status, wall time, source path), and in the zip under --out. Bring what came back
+from a GPU machine home with --merge, the zip as well as the report:
+    python3 tools/gpu_run.py --merge build/gpu/*/*.md build/gpu/*/*.zip
+(an artifact replaces the one there only if its run is not older).
+
 Where Jupyter is not installed (the lent GPU machines), carry the wheels that tools/gpu_wheels.sh
 fetches and put them on the path first:
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \\
@@ -33,6 +41,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import zipfile
 from pathlib import Path
@@ -90,6 +99,51 @@ def machine() -> dict:
 
 def slug(device: str) -> str:
     return "cpu" if device.startswith("cpu") else re.sub(r"[^a-z0-9]+", "-", device.lower()).strip("-") or "unknown"
+
+
+# --- the executed notebooks, kept as artifacts ------------------------------------------------------
+RUN_KEYS = ("device", "capability", "driver", "torch", "cuda", "triton", "python", "date")
+
+
+def artifact_name(rel: str) -> str:
+    """solutions/05_x.ipynb -> 05_x.ipynb, solutions/labs/lab1_y.ipynb -> labs/lab1_y.ipynb."""
+    parts = Path(rel).parts
+    return Path(*parts[1:]).as_posix() if len(parts) > 1 and parts[0] == "solutions" else Path(rel).name
+
+
+def artifact(nb, rel: str, info: dict, status: str, seconds: float):
+    """A copy of the executed notebook with the run it came from in its metadata."""
+    import copy
+    nb = copy.deepcopy(nb)
+    nb.metadata["gpu_run"] = {**{k: info[k] for k in RUN_KEYS if info.get(k)},
+                              "source": rel, "status": status, "wall_s": round(seconds, 1)}
+    return nb
+
+
+def save_artifact(nb, folder: Path, gpu: str, rel: str) -> Path:
+    import nbformat
+    target = folder / gpu / artifact_name(rel)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, target)
+    return target
+
+
+def merge_artifact(path: Path, results: Path) -> Path | None:
+    """Put an executed notebook that came back from another machine into results/notebooks/<gpu>/,
+    unless the one there is from a later run."""
+    import nbformat
+    nb = nbformat.read(path, as_version=4)
+    run = nb.metadata.get("gpu_run")
+    if not run or "source" not in run:
+        sys.exit(f"gpu_run: {path} has no gpu_run metadata: not an artifact of tools/gpu_run.py")
+    target = results / "notebooks" / slug(run.get("device", "unknown")) / artifact_name(run["source"])
+    if target.exists():
+        old = nbformat.read(target, as_version=4).metadata.get("gpu_run", {})
+        if old.get("date", "") > run.get("date", ""):
+            return None
+    target.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, target)
+    return target
 
 
 # --- running one notebook ---------------------------------------------------------------------------
@@ -284,6 +338,16 @@ def merge(reports: list[Path], results: Path) -> int:
     """Each device call is a fresh machine with the report as it was when the call started, so reports of
     calls made side by side each lack the others' sections: keep, per section, the latest run."""
     results.mkdir(parents=True, exist_ok=True)
+    notebooks = [r for r in reports if r.suffix == ".ipynb"]
+    for i, z in enumerate(r for r in reports if r.suffix == ".zip"):   # executed-<gpu>.zip, as it came back
+        unpacked = Path(tempfile.mkdtemp(prefix=f"gpu_run_zip{i}_"))  # what came back may be read-only
+        with zipfile.ZipFile(z) as zf:
+            zf.extractall(unpacked)
+        notebooks += sorted(unpacked.rglob("*.ipynb"))
+    reports = [r for r in reports if r.suffix not in (".ipynb", ".zip")]
+    kept = [t for t in (merge_artifact(p, results) for p in notebooks) if t]
+    if notebooks:
+        print(f"gpu_run: {len(kept)} of {len(notebooks)} executed notebook(s) kept in {results / 'notebooks'}")
     by_file: dict[str, list[Path]] = {}
     for r in reports:
         by_file.setdefault(r.name, []).append(r)
@@ -318,7 +382,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--select", default="tests", help="what pytest runs, e.g. \"tests -k 'not TestLive'\" "
                     "(default: tests); each selection is a section of its own")
     ap.add_argument("--merge", nargs="+", type=Path, metavar="REPORT",
-                    help="merge these reports into --results instead of running anything")
+                    help="merge these reports (and executed notebooks, .ipynb) into --results instead of "
+                         "running anything")
     args = ap.parse_args(argv)
     if args.merge:
         return merge(args.merge, args.results)
@@ -356,7 +421,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{status} ({seconds:.1f} s)", flush=True)
             failed += status != "ok"
             sections[rel] = (status, f"{seconds:.1f}", info["date"], section(rel, nb, status, seconds, info["date"]))
-            zf.writestr(rel, nbformat.writes(nb))
+            kept = artifact(nb, rel, info, status, seconds)
+            zf.writestr(rel, nbformat.writes(kept))  # one file comes back from a lent machine, not one per notebook
+            save_artifact(kept, args.results / "notebooks", name, rel)
     order = {p.relative_to(ROOT).as_posix(): i for i, p in enumerate(all_notebooks())}
     # the test suite first, then the notebooks in course order
     sections = dict(sorted(sections.items(), key=lambda kv: (not kv[0].startswith("pytest "),
@@ -364,7 +431,9 @@ def main(argv: list[str] | None = None) -> int:
     report_path.write_text(report(info, sections), encoding="utf-8")
     if args.out.resolve() != args.results.resolve():
         shutil.copy(report_path, args.out / report_path.name)
-    print(f"gpu_run: wrote {report_path} and {args.out / f'executed-{name}.zip'}; {failed} notebook(s) failed")
+    print(f"gpu_run: wrote {report_path}, {args.out / f'executed-{name}.zip'}"
+          f"{f' and {len(paths)} notebook(s) in ' + str(args.results / 'notebooks' / name) if paths else ''}; "
+          f"{failed} notebook(s) failed")
     return 1 if failed else 0
 
 

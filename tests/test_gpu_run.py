@@ -1,0 +1,67 @@
+"""tools/gpu_run.py keeps every executed notebook as an artifact (what the browsable edition is built
+from): the run in its metadata, a place per GPU, and a merge that never lets an older run win."""
+import importlib.util
+import sys
+from pathlib import Path
+
+import nbformat
+from nbformat.v4 import new_code_cell, new_notebook, new_output
+
+ROOT = Path(__file__).resolve().parent.parent
+_spec = importlib.util.spec_from_file_location("course_gpu_run", ROOT / "tools" / "gpu_run.py")
+gpu_run = sys.modules["course_gpu_run"] = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(gpu_run)
+
+INFO = {"device": "NVIDIA H100 80GB HBM3", "capability": "9.0", "driver": "580.1", "torch": "2.11.0+cu130",
+        "cuda": "13.0", "triton": "3.6.0", "python": "3.12.3", "date": "2026-11-22 17:42 UTC", "error": ""}
+
+
+def executed(text: str):
+    return new_notebook(cells=[new_code_cell("print(1)", outputs=[new_output("stream", name="stdout", text=text)])])
+
+
+def test_artifact_names_follow_the_solutions_layout():
+    assert gpu_run.artifact_name("solutions/05_fused_add_norm.ipynb") == "05_fused_add_norm.ipynb"
+    assert gpu_run.artifact_name("solutions/labs/lab1_swiglu.ipynb") == "labs/lab1_swiglu.ipynb"
+
+
+def test_an_artifact_carries_its_run_and_keeps_its_outputs(tmp_path):
+    nb = executed("3.35 TB/s\n")
+    kept = gpu_run.artifact(nb, "solutions/00_setup.ipynb", INFO, "ok", 22.14)
+    assert "gpu_run" not in nb.metadata          # the notebook the report is written from is untouched
+    run = kept.metadata["gpu_run"]
+    assert run == {**{k: v for k, v in INFO.items() if k != "error"},
+                   "source": "solutions/00_setup.ipynb", "status": "ok", "wall_s": 22.1}
+    path = gpu_run.save_artifact(kept, tmp_path, gpu_run.slug(INFO["device"]), "solutions/00_setup.ipynb")
+    assert path == tmp_path / "nvidia-h100-80gb-hbm3" / "00_setup.ipynb"
+    assert nbformat.read(path, as_version=4).cells[0].outputs[0].text == "3.35 TB/s\n"
+
+
+def test_merge_keeps_the_latest_run(tmp_path):
+    def came_back(folder, date, text):
+        nb = gpu_run.artifact(executed(text), "solutions/labs/lab1_swiglu.ipynb", {**INFO, "date": date}, "ok", 1)
+        return gpu_run.save_artifact(nb, tmp_path / folder, "h100", "solutions/labs/lab1_swiglu.ipynb")
+
+    results = tmp_path / "results"
+    target = results / "notebooks" / "nvidia-h100-80gb-hbm3" / "labs" / "lab1_swiglu.ipynb"
+    assert gpu_run.merge([came_back("a", "2026-11-22 18:00 UTC", "new")], results) == 0
+    assert gpu_run.merge([came_back("b", "2026-11-22 17:00 UTC", "old")], results) == 0
+    assert nbformat.read(target, as_version=4).cells[0].outputs[0].text == "new"
+    gpu_run.merge([came_back("c", "2026-11-23 09:00 UTC", "newer")], results)
+    assert nbformat.read(target, as_version=4).cells[0].outputs[0].text == "newer"
+
+
+def test_merge_takes_the_executed_notebooks_from_the_zip_that_came_back(tmp_path):
+    """A lent machine sends back a few files: the zip holds every executed notebook with its run."""
+    import zipfile
+    came_back = tmp_path / "call" / "executed-nvidia-h100-80gb-hbm3.zip"
+    came_back.parent.mkdir()
+    with zipfile.ZipFile(came_back, "w") as zf:
+        for rel, text in [("solutions/00_setup.ipynb", "zero"), ("solutions/labs/lab1_swiglu.ipynb", "one")]:
+            zf.writestr(rel, nbformat.writes(gpu_run.artifact(executed(text), rel, INFO, "ok", 1)))
+    results = tmp_path / "results"
+    assert gpu_run.merge([came_back], results) == 0
+    kept = results / "notebooks" / "nvidia-h100-80gb-hbm3"
+    assert nbformat.read(kept / "00_setup.ipynb", as_version=4).cells[0].outputs[0].text == "zero"
+    assert nbformat.read(kept / "labs" / "lab1_swiglu.ipynb", as_version=4).metadata["gpu_run"]["source"] == \
+        "solutions/labs/lab1_swiglu.ipynb"
