@@ -231,8 +231,10 @@ def offer(exercise: str):
     if exercise not in _offered:
         _offered.append(exercise)
     titles = "; ".join(f"{i} {h['title']}" for i, h in enumerate(hs, 1))
+    # a lab's hints stop at the idea (the lab is graded); a lesson's go on to the recipe
+    reach = "ideas only: the lab is yours to design" if "." in exercise else "from the idea to the recipe"
     if not env.live():
-        print(f"{len(hs)} hints for {exercise}, from the idea to the recipe ({titles}). "
+        print(f"{len(hs)} hints for {exercise}, {reach} ({titles}). "
               f"Open one with cu.hints.show({exercise!r}, 1).")
         return None
     import ipywidgets as w
@@ -249,8 +251,7 @@ def offer(exercise: str):
                 show(exercise, i)
         b.on_click(on_click)
         buttons.append(b)
-    note = w.HTML(f"<i>Stuck on {html.escape(exercise)}? The hints go from the idea to the recipe: open the "
-                  "first one first.</i>")
+    note = w.HTML(f"<i>Stuck on {html.escape(exercise)}? Hints, {reach}: open the first one first.</i>")
     display(w.VBox([note, w.HBox(buttons), out]))
     return None
 

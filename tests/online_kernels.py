@@ -70,8 +70,10 @@ def online_softmax_4096(x):
 
 
 @triton.jit
-def _lanes_kernel(x_ptr, y_ptr, N, BLOCK: tl.constexpr):
-    # right, written differently: every lane keeps its own running max and sum; they are merged once
+def _lanes_kernel(x_ptr, y_ptr, N, BLOCK: tl.constexpr, GUARD: tl.constexpr = True):
+    # right, written differently: every lane keeps its own running max and sum; they are merged once.
+    # GUARD=False is the mistake: no guard for a lane that has seen only -inf (the padded lanes past the
+    # end of a short row), where exp(m - m_new) = exp(-inf - -inf) = NaN, and the merge spreads that NaN
     base = tl.program_id(0).to(tl.int64) * N
     m = tl.full([BLOCK], float("-inf"), tl.float32)
     s = tl.zeros([BLOCK], tl.float32)
@@ -79,11 +81,17 @@ def _lanes_kernel(x_ptr, y_ptr, N, BLOCK: tl.constexpr):
         cols = start + tl.arange(0, BLOCK)
         x = tl.load(x_ptr + base + cols, mask=cols < N, other=float("-inf")).to(tl.float32)
         m_new = tl.maximum(m, x)
-        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+        if GUARD:
+            m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+        else:
+            m_safe = m_new
         s = s * tl.exp(m - m_safe) + tl.exp(x - m_safe)
         m = m_new
     m_row = tl.max(m, axis=0)
-    s_row = tl.sum(tl.where(m == float("-inf"), 0.0, s * tl.exp(m - m_row)), axis=0)
+    if GUARD:
+        s_row = tl.sum(tl.where(m == float("-inf"), 0.0, s * tl.exp(m - m_row)), axis=0)
+    else:
+        s_row = tl.sum(s * tl.exp(m - m_row), axis=0)
     for start in range(0, N, BLOCK):
         cols = start + tl.arange(0, BLOCK)
         x = tl.load(x_ptr + base + cols, mask=cols < N, other=float("-inf")).to(tl.float32)
@@ -94,6 +102,14 @@ def online_softmax_lanes(x):
     """Right, written differently: per-lane running max and sum, blocks of 2048."""
     y = torch.empty_like(x)
     _lanes_kernel[(x.shape[0],)](x, y, x.shape[1], BLOCK=min(2048, triton.next_power_of_2(x.shape[1])))
+    return y
+
+
+def lanes_unguarded(x):
+    """Wrong: per-lane running max and sum with no -inf guard; a lane that sees only padding is NaN."""
+    y = torch.empty_like(x)
+    _lanes_kernel[(x.shape[0],)](x, y, x.shape[1], BLOCK=min(2048, triton.next_power_of_2(x.shape[1])),
+                                 GUARD=False)
     return y
 
 

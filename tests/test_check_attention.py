@@ -14,29 +14,35 @@ def test_accepts_correct_kernels(right):
     assert r.traffic.bytes == 4 * 1 * 2 * 96 * 32 * 2      # q, k, v read once and o written once, fp16
 
 
-@pytest.mark.parametrize("wrong, message", [
-    (k.flash_attention_stub, "still the stub"),
-    (k.no_rescale_acc, r"accumulator is not rescaled \(this matches K/V tiles of 32\)"),
-    (k.no_rescale_acc_16, r"accumulator is not rescaled \(this matches K/V tiles of 16\)"),
-    (k.no_rescale_l, "normaliser l is not rescaled"),
-    (k.no_scale, "scores are never scaled"),
-    (k.scale_by_d, "divided by D; the scale is 1/√D"),
-    (k.no_divide, "never divided by the normaliser"),
-    (k.causal_ignored, "causal mask is missing"),
-    (k.diagonal_masked, r"(?s)causal mask is off by one: it hides key i from query i.*NaN"),
-    (k.sees_next, "causal mask is off by one: query i also sees key i \\+ 1"),
-    (k.tail_unmasked, r"keys past the end \(N = 67 is not a multiple of your K/V tile of 32\) count in the softmax"),
-    (k.no_max, r"(?s)scores near ±100.*NaN.*running max subtracted"),
-    (k.fp16_acc, r"(?s)v near 1000.*inf.*past fp16's largest number"),
-    (k.naive_torch, r"(?s)right numbers but moved .* bytes.*tensors of N×N = 96×96"),
-    (k.sdpa, "with PyTorch .*not with a Triton kernel"),
-    (k.exp2_no_log2e, "tl.math.exp2 but log2\\(e\\) is not folded into the scale"),
-    (k.no_skip, r"with causal=True it requested .* bytes of loads, 100%"),
-    (lambda q, k_, v, causal=False: None, "returned None"),
+# (wrong kernel, what the message says, its diagnosis key, the hint of `flash_attention` that key points to)
+@pytest.mark.parametrize("wrong, message, key, hint", [
+    (k.flash_attention_stub, "still the stub", "stub", 1),
+    (k.no_rescale_acc, r"accumulator is not rescaled \(this matches K/V tiles of 32\)", "no-rescale-acc", 2),
+    (k.no_rescale_acc_16, r"accumulator is not rescaled \(this matches K/V tiles of 16\)", "no-rescale-acc", 2),
+    (k.no_rescale_l, "normaliser l is not rescaled", "no-rescale-l", 2),
+    (k.no_scale, "scores are never scaled", "scale", 3),
+    (k.scale_by_d, "divided by D; the scale is 1/√D", "scale", 3),
+    (k.no_divide, "never divided by the normaliser", "no-divide", 2),
+    (k.causal_ignored, "causal mask is missing", "causal-missing", 3),
+    (k.diagonal_masked, r"(?s)causal mask is off by one: it hides key i from query i.*NaN", "causal-off-by-one", 3),
+    (k.sees_next, "causal mask is off by one: query i also sees key i \\+ 1", "causal-off-by-one", 3),
+    (k.tail_unmasked, r"keys past the end \(N = 67 is not a multiple of your K/V tile of 32\) count in the softmax",
+     "keys-past-n", 3),
+    (k.no_max, r"(?s)scores near ±100.*NaN.*running max subtracted", "no-max", 2),
+    (k.fp16_acc, r"(?s)v near 1000.*inf.*past fp16's largest number", "fp16-acc", 2),
+    (k.naive_torch, r"(?s)right numbers but moved .* bytes.*tensors of N×N = 96×96", "bytes", 1),
+    (k.sdpa, "with PyTorch .*not with a Triton kernel", "pytorch", 1),
+    (k.exp2_no_log2e, "tl.math.exp2 but log2\\(e\\) is not folded into the scale", "exp-base", 3),
+    (k.no_skip, r"with causal=True it requested .* bytes of loads, 100%", "no-skip", 3),
+    (lambda q, k_, v, causal=False: None, "returned None", "return", 1),
 ])
-def test_rejects(wrong, message):
-    with pytest.raises(check.CheckFailed, match=message):
+def test_rejects(wrong, message, key, hint):
+    with pytest.raises(check.CheckFailed, match=message) as e:
         check.flash_attention(wrong)
+    # the diagnosis, and the last line of the message: the hint that addresses it
+    assert e.value.diagnosis == key
+    assert str(e.value).splitlines()[-1].startswith(f"See hint {hint} (")
+    assert f"cu.hints.show('flash_attention', {hint})" in str(e.value)
 
 
 def test_rejects_a_function_passed_as_its_result():

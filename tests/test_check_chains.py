@@ -184,3 +184,21 @@ def test_cos_chain_accepts_a_fused_kernel():
 def test_cos_chain_rejects(wrong, message):
     with pytest.raises(check.CheckFailed, match=message):
         check.cos_chain(wrong)
+
+
+# --- each failure names the hint that addresses its diagnosis ------------------------------------------
+@pytest.mark.parametrize("wrong, diagnosis, hint", [
+    (cos_chain_stub, "stub", 1),
+    (cos_chain_blank, "unwritten", 1),
+    (cos_chain_k_launches, "launches", 1),
+    (cos_chain_through_memory, "bytes", 1),
+    (cos_chain_once, "one-cosine", 2),
+    (cos_chain_off_by_one, "loop-count", 2),
+    (cos_chain_fp16_cos, "fp16-cos", 2),
+    (cos_chain_in_place, "in-place", 1),
+])
+def test_cos_chain_failures_name_their_hint(wrong, diagnosis, hint):
+    with pytest.raises(check.CheckFailed) as e:
+        check.cos_chain(wrong)
+    assert e.value.diagnosis == diagnosis
+    assert f"See hint {hint} (" in str(e.value) and f"cu.hints.show('cos_chain', {hint})" in str(e.value)

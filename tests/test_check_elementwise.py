@@ -64,6 +64,32 @@ def test_scaled_add_rejects(wrong, message):
         check.scaled_add(wrong)
 
 
+# --- vector_add, scaled_add: each failure names its diagnosis and the hint of lesson 03 for it ----------
+@pytest.mark.parametrize("checker, wrong, diagnosis, hint", [
+    ("vector_add", k.vector_add_stub, "stub", 1),
+    ("vector_add", k.vector_add_blank, "no-store", 1),
+    ("vector_add", k.vector_add_x_twice, "same-pointer", 1),
+    ("vector_add", k.vector_add_two_passes, "launches", 1),
+    ("vector_add", k.vector_add_torch, "pytorch", 1),
+    ("vector_add", k.vector_add_floor_grid, "grid-too-small", 2),
+    ("vector_add", k.vector_add_zero_grid, "grid-zero", 2),
+    ("vector_add", k.vector_add_no_stride, "overlap", 2),
+    ("vector_add", k.vector_add_no_mask, "out-of-bounds", 2),
+    ("vector_add", k.vector_add_grid_per_element, "grid-per-element", 2),
+    ("scaled_add", k.scaled_add_stub, "stub", 1),
+    ("scaled_add", k.scaled_add_floor_grid, "grid-too-small", 1),
+    ("scaled_add", k.scaled_add_eager, "launches", 1),
+    ("scaled_add", k.scaled_add_no_alpha, "no-alpha", 2),
+    ("scaled_add", k.scaled_add_alpha_on_y, "alpha-on-y", 2),
+    ("scaled_add", k.scaled_add_alpha_on_sum, "alpha-on-sum", 2),
+])
+def test_lesson_03_failures_name_their_hint(checker, wrong, diagnosis, hint):
+    with pytest.raises(check.CheckFailed) as e:
+        getattr(check, checker)(wrong)
+    assert e.value.diagnosis == diagnosis
+    assert f"See hint {hint} (" in str(e.value) and f"cu.hints.show('{checker}', {hint})" in str(e.value)
+
+
 def test_bias_gelu_accepts_a_correct_kernel():
     r = check.bias_gelu(k.bias_gelu)
     assert r.traffic.launches == 1
@@ -114,3 +140,23 @@ def test_bias_gelu_names_the_mistake(wrong, message):
 def test_bias_gelu_rejects_right_numbers_over_budget(wrong, message):
     with pytest.raises(check.CheckFailed, match=message):
         check.bias_gelu(wrong)
+
+
+# --- bias_gelu: each failure names its diagnosis and the hint of lesson 04 that addresses it ------------
+@pytest.mark.parametrize("wrong, diagnosis, hint", [
+    (k.bias_gelu_stub, "stub", 1),
+    (k.bg_bias_after_gelu, "bias-after-gelu", 1),
+    (k.bias_gelu_no_bias, "no-bias", 1),
+    (k.bg_scratch, "bytes", 1),
+    (k.bg_flat_bias_by_row, "bias-by-row", 2),
+    (k.bg_flat_bias_not_wrapped, "bias-not-wrapped", 2),
+    (k.bg_tanh, "tanh", 3),
+    (k.bg_erf_of_v, "erf-scale", 3),
+    (k.bg_no_upcast, "fp16-erf", 3),
+    (k.bg_casts_in_launcher, "casts", 3),
+])
+def test_bias_gelu_failures_name_their_hint(wrong, diagnosis, hint):
+    with pytest.raises(check.CheckFailed) as e:
+        check.bias_gelu(wrong)
+    assert e.value.diagnosis == diagnosis
+    assert f"See hint {hint} (" in str(e.value) and "cu.hints.show('bias_gelu', " in str(e.value)

@@ -122,3 +122,22 @@ def test_accepts_a_one_kernel_chain():
 def test_rejects(wrong, message):
     with pytest.raises(check.CheckFailed, match=message):
         check.tiny_chain(wrong)
+
+
+# --- each failure names the hint that addresses its diagnosis ------------------------------------------
+@pytest.mark.parametrize("wrong, diagnosis, hint", [
+    (tiny_chain_stub, "stub", 1),
+    (tiny_chain_blank, "unwritten", 1),
+    (tiny_chain_no_mask, "out-of-bounds", 1),
+    (tiny_chain_one_launch_per_op, "launches", 1),
+    (tiny_chain_in_place, "in-place", 1),
+    (lambda x: tiny_chain(x, steps=STEPS - 1), "step-count", 2),
+    (lambda x: tiny_chain(x, steps=N_OPS), "step-count", 2),
+    (lambda x: tiny_chain(x, add_first=True), "order", 2),
+    (lambda x: tiny_chain(x, steps=0), "no-steps", 2),
+])
+def test_failures_name_their_hint(wrong, diagnosis, hint):
+    with pytest.raises(check.CheckFailed) as e:
+        check.tiny_chain(wrong)
+    assert e.value.diagnosis == diagnosis
+    assert f"See hint {hint} (" in str(e.value) and f"cu.hints.show('tiny_chain', {hint})" in str(e.value)

@@ -49,3 +49,27 @@ def test_a_bias_read_by_row_past_its_end_is_named():
 def test_not_a_function():
     with pytest.raises(check.CheckFailed, match="takes your function itself"):
         check.matmul_bias_gelu(42)
+
+
+# Each realistic wrong kernel gets its own diagnosis, and the failure names the hint that addresses it.
+@pytest.mark.parametrize("wrong, diagnosis, hint", [
+    (k.matmul_bias_gelu_stub, "stub", 1),
+    (k.two_kernels, "launches", 1),
+    (k.epilogue_per_k, "epilogue-per-k", 1),
+    (k.k_unmasked, "k-mask", 2),
+    (k.k_drop_tail, "k-tail", 2),
+    (k.w_transposed, "w-layout", 2),
+    (k.fp16_acc, "fp16-acc", 3),
+    (k.eager, "rounded-early", 3),
+    (k.bias_rows, "bias-by-row", 3),
+    (k.tanh_gelu, "tanh", 3),
+    (k.no_bias, "no-bias", 3),
+    (k.bias_after, "bias-after", 3),
+    (k.no_gelu, "no-gelu", 3),
+    (k.fp32_out, "dtype", 3),
+])
+def test_failure_names_its_hint(wrong, diagnosis, hint):
+    with pytest.raises(check.CheckFailed) as e:
+        check.matmul_bias_gelu(wrong)
+    assert e.value.diagnosis == diagnosis
+    assert f"See hint {hint} (" in str(e.value) and f"cu.hints.show('matmul_bias_gelu', {hint})" in str(e.value)

@@ -47,3 +47,38 @@ def test_add_rmsnorm_accepts_a_correct_kernel():
 def test_add_rmsnorm_rejects(wrong, message):
     with pytest.raises(check.CheckFailed, match=message):
         check.add_rmsnorm(wrong)
+
+
+# --- each failure names its diagnosis and the hint of lesson 05 that addresses it -----------------------
+@pytest.mark.parametrize("wrong, diagnosis, hint", [
+    (k.add_layernorm_stub, "stub", 1),
+    (k.ln_eager, "launches", 1),
+    (k.ln_y_only, "return", 1),
+    (k.ln_padded, "masked-lanes", 2),
+    (k.ln_norm_x, "normalised-x", 2),
+    (k.ln_h_is_x, "h-output", 2),
+    (k.ln_unbiased, "unbiased", 3),
+    (k.ln_eps_outside, "eps-outside", 3),
+    (k.ln_swapped, "weight-bias", 3),
+    (k.ln_no_weight, "weight-bias", 3),
+    (k.ln_naive_var, "cancellation", 3),
+])
+def test_add_layernorm_failures_name_their_hint(wrong, diagnosis, hint):
+    with pytest.raises(check.CheckFailed) as e:
+        check.add_layernorm(wrong)
+    assert e.value.diagnosis == diagnosis
+    assert f"See hint {hint} (" in str(e.value) and "cu.hints.show('add_layernorm', " in str(e.value)
+
+
+@pytest.mark.parametrize("wrong, diagnosis, hint", [
+    (k.add_rmsnorm_stub, "stub", 1),
+    (k.rms_norm_x, "normalised-x", 1),
+    (k.rms_eager, "launches", 1),
+    (k.rms_centred, "centred", 2),
+    (k.rms_eps_outside, "eps-outside", 2),
+])
+def test_add_rmsnorm_failures_name_their_hint(wrong, diagnosis, hint):
+    with pytest.raises(check.CheckFailed) as e:
+        check.add_rmsnorm(wrong)
+    assert e.value.diagnosis == diagnosis
+    assert f"See hint {hint} (" in str(e.value) and "cu.hints.show('add_rmsnorm', " in str(e.value)

@@ -1,6 +1,7 @@
 """check.online_softmax passes right kernels (other block sizes, per-lane running statistics) and rejects
-the stub, the usual mistakes of the online recurrence (each with its diagnosis), a one-block kernel that
-cannot hold a long row, and right numbers that read x three times."""
+the stub, the usual mistakes of the online recurrence (each with its diagnosis and the hint that
+addresses it), a one-block kernel that cannot hold a long row, right numbers that read x three times, and
+PyTorch's own softmax."""
 import pytest
 
 from course_utils import check
@@ -21,6 +22,7 @@ def test_online_softmax_accepts_correct_kernels(right):
     (k.online_softmax_stub, "still the stub"),
     (k.not_rescaled, r"float32 4x3000.*running sum is not rescaled when the max changes.*exp\(m_old − m_new\)"),
     (k.inverted, r"every element is NaN.*inverted exp\(m_new − m_old\)"),
+    (k.lanes_unguarded, r"float32 7x37`: every element is NaN.*yet one row of 65,536 ordinary values.*lanes past the end"),
     (k.nan_chunk, r"start with a whole block of −inf.*NaN.*m_safe = tl.where"),
     (k.pad_zero, r"padded lanes past the end of the row load 0.*here 72 per row"),
     (k.last_max, r"walk 2 subtracts the max of the last block"),
@@ -36,3 +38,36 @@ def test_online_softmax_accepts_correct_kernels(right):
 def test_online_softmax_rejects(wrong, message):
     with pytest.raises(check.CheckFailed, match=message):
         check.online_softmax(wrong)
+
+
+# (wrong kernel, its diagnosis key, the hint that addresses it): each failure ends by naming its hint
+@pytest.mark.parametrize("wrong, key, hint", [
+    (k.online_softmax_stub, "stub", 1),
+    (k.one_block, "one-block", 1),
+    (k.eager, "pytorch", 1),
+    (k.not_rescaled, "no-rescale", 2),
+    (k.inverted, "inverted-rescale", 2),
+    (k.last_max, "last-max", 2),
+    (k.no_max, "no-max", 2),
+    (k.three_pass, "bytes", 2),
+    (k.lanes_unguarded, "lane-inf", 3),
+    (k.nan_chunk, "inf-guard", 3),
+    (k.pad_zero, "pad-zero", 3),
+    (k.m_from_zero, "m-from-zero", 3),
+])
+def test_online_softmax_failures_name_their_hint(wrong, key, hint):
+    with pytest.raises(check.CheckFailed) as e:
+        check.online_softmax(wrong)
+    assert e.value.diagnosis == key
+    assert f"See hint {hint} (" in str(e.value) and f"cu.hints.show('online_softmax', {hint})" in str(e.value)
+
+
+def test_nan_causes_are_told_apart_by_probes():
+    """Both kernels give all-NaN rows on short ragged rows; only the inverted rescale is NaN on a row that
+    fills every lane of every block, so each gets its own diagnosis, not the first guess that fits."""
+    with pytest.raises(check.CheckFailed) as lanes:
+        check.online_softmax(k.lanes_unguarded)
+    with pytest.raises(check.CheckFailed) as inverted:
+        check.online_softmax(k.inverted)
+    assert "inverted" not in str(lanes.value) and lanes.value.diagnosis == "lane-inf"
+    assert "lanes past the end" not in str(inverted.value) and inverted.value.diagnosis == "inverted-rescale"

@@ -38,3 +38,20 @@ def test_mistakes_are_rejected_with_a_diagnosis(name):
     with pytest.raises(CheckFailed, match=words):
         check_roofline_time(fn)
     assert issubclass(CheckFailed, AssertionError)
+
+
+# --- each failure names the hint of lesson 00 that addresses its diagnosis ---------------------------
+@pytest.mark.parametrize("name, diagnosis, hint", [
+    ("stub", "stub", 1),
+    ("summed", "sum", 1),
+    ("smaller", "min", 1),
+    ("memory only", "one-term", 1),
+    ("GB/s as bytes/s", "units", 2),
+    ("TFLOP/s slip", "units", 2),
+])
+def test_failures_name_their_hint(name, diagnosis, hint):
+    from course_utils import check
+    with pytest.raises(CheckFailed) as e:
+        check.roofline_time(WRONG[name][0])
+    assert e.value.diagnosis == diagnosis
+    assert f"See hint {hint} (" in str(e.value) and f"cu.hints.show('roofline_time', {hint})" in str(e.value)

@@ -35,3 +35,26 @@ def test_softmax_accepts_correct_kernels(right):
 def test_softmax_rejects(wrong, message):
     with pytest.raises(check.CheckFailed, match=message):
         check.softmax(wrong)
+
+
+# Each realistic wrong kernel gets its own diagnosis, and the failure names the hint that addresses it.
+@pytest.mark.parametrize("wrong, diagnosis, hint", [
+    (k.softmax_stub, "stub", 1),
+    (k.sm_two_kernels, "launches", 1),
+    (k.sm_scratch, "bytes", 1),
+    (k.sm_torch, "pytorch", 1),
+    (k.sm_columns, "columns", 1),
+    (k.sm_flat_blocks, "not-per-row", 1),
+    (k.sm_pad_zero, "pad-zero", 2),
+    (k.sm_pad_zero_max_only, "pad-zero", 2),
+    (k.sm_unmasked, "out-of-bounds", 2),
+    (k.sm_no_max, "no-max", 3),
+    (k.sm_max_in_numerator_only, "max-one-side", 3),
+    (k.sm_not_divided, "not-divided", 3),
+    (k.sm_fp32_out, "dtype", 3),
+])
+def test_softmax_failure_names_its_hint(wrong, diagnosis, hint):
+    with pytest.raises(check.CheckFailed) as e:
+        check.softmax(wrong)
+    assert e.value.diagnosis == diagnosis
+    assert f"See hint {hint} (" in str(e.value) and f"cu.hints.show('softmax', {hint})" in str(e.value)

@@ -51,12 +51,17 @@ def test_merge_keeps_the_latest_run(tmp_path):
     assert nbformat.read(target, as_version=4).cells[0].outputs[0].text == "newer"
 
 
-def test_merge_takes_a_folder_of_executed_notebooks(tmp_path):
-    came_back = tmp_path / "out" / "notebooks"
-    for rel in ("solutions/00_setup.ipynb", "solutions/labs/lab1_swiglu.ipynb"):
-        gpu_run.save_artifact(gpu_run.artifact(executed(rel), rel, INFO, "ok", 1), came_back, "h100", rel)
+def test_merge_takes_the_executed_notebooks_from_the_zip_that_came_back(tmp_path):
+    """A lent machine sends back a few files: the zip holds every executed notebook with its run."""
+    import zipfile
+    came_back = tmp_path / "call" / "executed-nvidia-h100-80gb-hbm3.zip"
+    came_back.parent.mkdir()
+    with zipfile.ZipFile(came_back, "w") as zf:
+        for rel, text in [("solutions/00_setup.ipynb", "zero"), ("solutions/labs/lab1_swiglu.ipynb", "one")]:
+            zf.writestr(rel, nbformat.writes(gpu_run.artifact(executed(text), rel, INFO, "ok", 1)))
     results = tmp_path / "results"
     assert gpu_run.merge([came_back], results) == 0
-    kept = sorted(p.relative_to(results).as_posix() for p in results.rglob("*.ipynb"))
-    assert kept == ["notebooks/nvidia-h100-80gb-hbm3/00_setup.ipynb",
-                    "notebooks/nvidia-h100-80gb-hbm3/labs/lab1_swiglu.ipynb"]
+    kept = results / "notebooks" / "nvidia-h100-80gb-hbm3"
+    assert nbformat.read(kept / "00_setup.ipynb", as_version=4).cells[0].outputs[0].text == "zero"
+    assert nbformat.read(kept / "labs" / "lab1_swiglu.ipynb", as_version=4).metadata["gpu_run"]["source"] == \
+        "solutions/labs/lab1_swiglu.ipynb"

@@ -172,3 +172,15 @@ def test_html_escapes_and_shows_every_column():
         raise CheckFailed("got <3>\nsecond line")
     h = card._repr_html_()
     assert "Lab &lt;0&gt;" in h and "a &lt; b" in h and "<pre" in h and "✗ failed" in h and "0 of 1 passed" in h
+
+
+def test_a_failed_row_names_the_hint_for_its_diagnosis_and_so_does_grade_failed():
+    card = _card.Scorecard("Lab 1 · test", performance=False, hints="lab1.swiglu")
+    with card.criterion("overflow"):
+        raise CheckFailed("39 of 500 elements are NaN", "nonfinite")   # lab 1's hint 2 addresses it
+    with card.criterion("something no hint addresses"):
+        raise CheckFailed("odd", "a-key-no-hint-lists")
+    assert card.rows[0].diagnosis.endswith("cu.hints.show('lab1.swiglu', 2).")
+    assert "See hint" not in card.rows[1].diagnosis
+    with pytest.raises(grade.GradeFailed, match=r"(?s)First failure, overflow: 39 of 500.*\nSee hint 2 "):
+        card.finish(show=False)

@@ -25,25 +25,33 @@ def _failures(fn, capsys):
     return str(e.value), out
 
 
-@pytest.mark.parametrize("wrong, message", [
-    (k.cross_entropy_stub, "still the stub"),
-    (k.ce_no_max, r"(?s)logits near 100.*overflow: exp of a logit near 100.*Subtract the row's maximum"),
-    (k.ce_mean_over_all, "the mean divides by all .* rows, the ignored ones included"),
-    (k.ce_grad_no_mean, r"the gradient is \d+× too large: it is softmax − one_hot without the 1/n"),
-    (k.ce_ignored_grad, "the ignored rows have a gradient"),
-    (k.ce_no_one_hot, "the gradient is the softmax alone"),
-    (k.ce_unmasked_target, r"(?s)Out-of-bounds load.*the load of logits\[row, target\] in an ignored row"),
-    (k.ce_probs_in_memory, r"(?s)bytes.*an M×V intermediate goes to memory \(the probabilities"),
-    (k.ce_eager, r"(?s)bytes.*no Triton kernel ran"),
-    (k.ce_fixed_ignore, r"(?s)ignore_index passed as an argument.*this one passes −1. Is ignore_index taken"),
-    (lambda x, t, ignore_index=-100: None, "returned None"),
-    (lambda x, t, ignore_index=-100: k.cross_entropy(x, t, ignore_index)[1], "returned one tensor"),
+# (wrong kernel, what its failed row says, the hint of lab3.cross_entropy that row names; None: none)
+@pytest.mark.parametrize("wrong, message, hint", [
+    (k.cross_entropy_stub, "still the stub", 1),
+    (k.ce_no_max, r"(?s)logits near 100.*overflow: exp of a logit near 100.*Subtract the row's maximum", 1),
+    (k.ce_mean_over_all, "the mean divides by all .* rows, the ignored ones included", 2),
+    (k.ce_grad_no_mean, r"the gradient is \d+× too large: it is softmax − one_hot without the 1/n", 2),
+    (k.ce_ignored_grad, "the ignored rows have a gradient", 2),
+    (k.ce_no_one_hot, "the gradient is the softmax alone", 2),
+    (k.ce_unmasked_target, r"(?s)Out-of-bounds load.*the load of logits\[row, target\] in an ignored row", 2),
+    (k.ce_probs_in_memory, r"(?s)bytes.*an M×V intermediate goes to memory \(the probabilities", 1),
+    (k.ce_eager, r"(?s)bytes.*no Triton kernel ran", 1),
+    (k.ce_fixed_ignore, r"(?s)ignore_index passed as an argument.*this one passes −1. Is ignore_index taken", 2),
+    (lambda x, t, ignore_index=-100: None, "returned None", None),
+    (lambda x, t, ignore_index=-100: k.cross_entropy(x, t, ignore_index)[1], "returned one tensor", None),
 ])
-def test_rejects(wrong, message, capsys):
-    summary, card = _failures(wrong, capsys)
+def test_rejects(wrong, message, hint, capsys):
+    with pytest.raises(grade.GradeFailed) as e:
+        grade.cross_entropy(wrong)
+    card = capsys.readouterr().out
     assert "✗" in card
     import re
     assert re.search(message, card), card
+    if hint is not None:   # the row that failed ends by naming the hint that addresses its diagnosis
+        row = next(r for r in e.value.card.rows
+                   if r.status == FAILED and re.search(message, f"{r.name}\n{r.diagnosis}"))
+        assert row.diagnosis.splitlines()[-1].startswith(f"See hint {hint} ("), row.diagnosis
+        assert f"cu.hints.show('lab3.cross_entropy', {hint})" in row.diagnosis
 
 
 def test_a_crash_is_a_row_not_an_exception(capsys):

@@ -17,23 +17,29 @@ def test_accepts_correct_kernels(right):
     assert "✓" in repr(g)
 
 
-@pytest.mark.parametrize("wrong, message", [
-    (k.attention_stub, "still the stub"),
-    (k.fa_no_delta, r"dS is P·dP: the term − Δ, Δ = rowsum\(dO·O\), is missing"),
-    (k.fa_no_p, "dS is dP − Δ without the factor P"),
-    (k.fa_no_scale, r"dK is √D = .* too large: the scale is missing.*check that one too"),
-    (k.fa_dq_no_scale, "dQ is √D = .* too large"),
-    (k.fa_no_causal_bwd, r"(?s)✗ fp16, causal.*the backward has no causal mask"),
-    (k.fa_not_accumulated, r"dK and dV hold the contribution of the last block of \d+ query rows alone"),
-    (k.fa_dk_dv_swapped, "dK and dV are swapped"),
-    (k.fa_materialised, r"(?s)An N×N matrix per head .* seems to go to memory"),
-    (k.fa_sdpa, "no Triton kernel ran in the backward"),
+# (wrong kernel, what its failed row says, the hint of lab4.flash_backward that row names)
+@pytest.mark.parametrize("wrong, message, hint", [
+    (k.attention_stub, "still the stub", 1),
+    (k.fa_no_delta, r"dS is P·dP: the term − Δ, Δ = rowsum\(dO·O\), is missing", 2),
+    (k.fa_no_p, "dS is dP − Δ without the factor P", 2),
+    (k.fa_no_scale, r"dK is √D = .* too large: the scale is missing.*check that one too", 2),
+    (k.fa_dq_no_scale, "dQ is √D = .* too large", 2),
+    (k.fa_no_causal_bwd, r"(?s)✗ fp16, causal.*the backward has no causal mask", 2),
+    (k.fa_not_accumulated, r"dK and dV hold the contribution of the last block of \d+ query rows alone", 1),
+    (k.fa_dk_dv_swapped, "dK and dV are swapped", 2),
+    (k.fa_materialised, r"(?s)An N×N matrix per head .* seems to go to memory", 1),
+    (k.fa_sdpa, "no Triton kernel ran in the backward", 1),
 ])
-def test_rejects(wrong, message, capsys):
-    with pytest.raises(grade.GradeFailed):
+def test_rejects(wrong, message, hint, capsys):
+    with pytest.raises(grade.GradeFailed) as e:
         grade.flash_backward(wrong)
     card = capsys.readouterr().out
     assert re.search(message, card), card
+    # the row that failed ends by naming the hint that addresses its diagnosis
+    row = next(r for r in e.value.card.rows
+               if r.status == FAILED and re.search(message.replace("✗ ", ""), f"{r.name}\n{r.diagnosis}"))
+    assert row.diagnosis.splitlines()[-1].startswith(f"See hint {hint} ("), row.diagnosis
+    assert f"cu.hints.show('lab4.flash_backward', {hint})" in row.diagnosis
 
 
 def test_a_crashing_backward_is_a_row_not_an_exception(capsys):

@@ -46,3 +46,19 @@ def test_add_rmsnorm_rejects(wrong, row, message):
     assert hit, f"row {row!r} did not fail:\n{card.text()}"
     assert re.search(message, hit[0].diagnosis), hit[0].diagnosis
     assert all(r.status == "not measured" for r in card.rows[-2:])   # a wrong answer is never timed
+
+
+@pytest.mark.parametrize("wrong, row, hint", [
+    (k.add_rmsnorm_stub, "forward, float32", 1),
+    (k.rms_eps_outside, "forward, float32", 1),
+    (k.add_rmsnorm_backward_stub, "backward, float32", 1),
+    (k.add_rmsnorm_detached, "backward, float32", 2),
+    (k.rms_no_dh, "backward, float32", 2),
+    (k.rms_rstd_const, "backward, float32", 2),
+    (k.rms_dw_first, "backward, float32", 2),
+    (k.rms_partial_per_row, "backward, ≤ 2 launches", 2),
+])
+def test_add_rmsnorm_failures_name_their_hint(wrong, row, hint):
+    card = _card_of_failure(wrong)
+    diagnosis = next(r for r in card.failed if r.name.startswith(row)).diagnosis
+    assert f"See hint {hint} (" in diagnosis and f"cu.hints.show('lab2.add_rmsnorm', {hint})" in diagnosis

@@ -47,3 +47,16 @@ def test_swiglu_rejects(wrong, row, message):
 def test_swiglu_rejects_a_function_that_is_not_callable():
     e = _grade("swiglu")
     assert "takes your function itself" in e.card.rows[0].diagnosis
+
+
+@pytest.mark.parametrize("wrong, row, hint", [
+    (k.swiglu_stub, "float32, ordinary", 1),
+    (k.swiglu_swapped, "float32, ordinary", 1),
+    (k.swiglu_sigmoid_only, "float32, ordinary", 1),
+    (k.swiglu_floor_grid, "ragged sizes", 1),
+    (k.swiglu_exp_ratio, "large gates", 2),
+])
+def test_swiglu_failures_name_their_hint(wrong, row, hint):
+    card = _grade(wrong).card
+    diagnosis = next(r for r in card.failed if r.name.startswith(row)).diagnosis
+    assert f"See hint {hint} (" in diagnosis and f"cu.hints.show('lab1.swiglu', {hint})" in diagnosis

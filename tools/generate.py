@@ -238,8 +238,8 @@ def hints_of(nb, name: str = "notebook") -> dict[str, dict]:
 
 
 def hints_cell(exercise: str):
-    return nbformat.v4.new_code_cell(
-        f'cu.hints.offer("{exercise}")  # stuck? a button per hint, from the idea to the recipe')
+    reach = "ideas, not a recipe" if "." in exercise else "from the idea to the recipe"  # labs: labN.x
+    return nbformat.v4.new_code_cell(f'cu.hints.offer("{exercise}")  # stuck? a button per hint, {reach}')
 
 
 def hints_json(all_hints: dict) -> str:

@@ -20,11 +20,10 @@ notebooks go to --out.
 Each executed notebook, outputs and figures included, is also kept as an artifact (what
 `./course site` builds the browsable edition from): docs/gpu-results/notebooks/<gpu>/<name>.ipynb,
 with the run in its metadata under "gpu_run" (date, device, capability, driver, torch, CUDA,
-Triton, Python, status, wall time, source path), and a copy under --out/notebooks/<gpu>/. Bring
-copies that came back from a GPU machine home with --merge, as for the reports:
-    python3 tools/gpu_run.py --merge build/gpu/*/*.md build/gpu/*/notebooks
-(a folder stands for every .ipynb under it; an artifact replaces the one there only if its run is not
-older).
+Triton, Python, status, wall time, source path), and in the zip under --out. Bring what came back
+from a GPU machine home with --merge, the zip as well as the report:
+    python3 tools/gpu_run.py --merge build/gpu/*/*.md build/gpu/*/*.zip
+(an artifact replaces the one there only if its run is not older).
 
 Where Jupyter is not installed (the lent GPU machines), carry the wheels that tools/gpu_wheels.sh
 fetches and put them on the path first:
@@ -42,6 +41,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import zipfile
 from pathlib import Path
@@ -338,9 +338,13 @@ def merge(reports: list[Path], results: Path) -> int:
     """Each device call is a fresh machine with the report as it was when the call started, so reports of
     calls made side by side each lack the others' sections: keep, per section, the latest run."""
     results.mkdir(parents=True, exist_ok=True)
-    reports = [f for r in reports for f in (sorted(r.rglob("*.ipynb")) if r.is_dir() else [r])]
     notebooks = [r for r in reports if r.suffix == ".ipynb"]
-    reports = [r for r in reports if r.suffix != ".ipynb"]
+    for i, z in enumerate(r for r in reports if r.suffix == ".zip"):   # executed-<gpu>.zip, as it came back
+        unpacked = Path(tempfile.mkdtemp(prefix=f"gpu_run_zip{i}_"))  # what came back may be read-only
+        with zipfile.ZipFile(z) as zf:
+            zf.extractall(unpacked)
+        notebooks += sorted(unpacked.rglob("*.ipynb"))
+    reports = [r for r in reports if r.suffix not in (".ipynb", ".zip")]
     kept = [t for t in (merge_artifact(p, results) for p in notebooks) if t]
     if notebooks:
         print(f"gpu_run: {len(kept)} of {len(notebooks)} executed notebook(s) kept in {results / 'notebooks'}")
@@ -378,8 +382,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--select", default="tests", help="what pytest runs, e.g. \"tests -k 'not TestLive'\" "
                     "(default: tests); each selection is a section of its own")
     ap.add_argument("--merge", nargs="+", type=Path, metavar="REPORT",
-                    help="merge these reports (and executed notebooks: .ipynb files, or folders of them) "
-                         "into --results instead of running anything")
+                    help="merge these reports (and executed notebooks, .ipynb) into --results instead of "
+                         "running anything")
     args = ap.parse_args(argv)
     if args.merge:
         return merge(args.merge, args.results)
@@ -417,11 +421,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{status} ({seconds:.1f} s)", flush=True)
             failed += status != "ok"
             sections[rel] = (status, f"{seconds:.1f}", info["date"], section(rel, nb, status, seconds, info["date"]))
-            zf.writestr(rel, nbformat.writes(nb))
             kept = artifact(nb, rel, info, status, seconds)
+            zf.writestr(rel, nbformat.writes(kept))  # one file comes back from a lent machine, not one per notebook
             save_artifact(kept, args.results / "notebooks", name, rel)
-            if args.out.resolve() != args.results.resolve():
-                save_artifact(kept, args.out / "notebooks", name, rel)
     order = {p.relative_to(ROOT).as_posix(): i for i, p in enumerate(all_notebooks())}
     # the test suite first, then the notebooks in course order
     sections = dict(sorted(sections.items(), key=lambda kv: (not kv[0].startswith("pytest "),

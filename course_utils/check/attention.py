@@ -78,35 +78,40 @@ def _padded_keys(q, k, v, causal, scale, block):
 
 
 def _wrong_answers(qd, kd, vd, causal, d):
-    """(tensor or None, diagnosis) pairs: the realistic mistakes, each computed in float64."""
+    """(tensor or None, diagnosis, key) triples: the realistic mistakes, each computed in float64; the key
+    names the hint of the exercise that addresses the mistake."""
     scale = d ** -0.5
     out = [
         (_attention(qd, kd, vd, causal, 1.0), "the scores are never scaled: divide q·kᵀ by √D (multiply by "
-                                              "scale = D ** -0.5) before the softmax."),
-        (_attention(qd, kd, vd, causal, 1.0 / d), "the scores are divided by D; the scale is 1/√D (D ** -0.5)."),
-        (_attention(qd, kd, vd, causal, math.sqrt(d)), "the scores are multiplied by √D; the scale is 1/√D."),
+                                              "scale = D ** -0.5) before the softmax.", "scale"),
+        (_attention(qd, kd, vd, causal, 1.0 / d), "the scores are divided by D; the scale is 1/√D (D ** -0.5).",
+         "scale"),
+        (_attention(qd, kd, vd, causal, math.sqrt(d)), "the scores are multiplied by √D; the scale is 1/√D.",
+         "scale"),
         (_attention(qd, kd, vd, causal, scale * math.log(2)),
          "the exponential is tl.math.exp2 but log2(e) is not folded into the scale: 2^s is e^(s·ln 2). Multiply "
-         "the scale by log2(e) = 1.4427 (qk_scale = D ** -0.5 * 1.4427), or use tl.exp."),
+         "the scale by log2(e) = 1.4427 (qk_scale = D ** -0.5 * 1.4427), or use tl.exp.", "exp-base"),
         (_attention(qd, kd, vd, causal, scale * math.log2(math.e)),
          "the scale holds log2(e) but the exponential is tl.exp: e^(s·log2 e) is not 2^s. With log2(e) in the "
-         "scale, use tl.math.exp2 (for p and for alpha); with tl.exp, leave log2(e) out."),
+         "scale, use tl.math.exp2 (for p and for alpha); with tl.exp, leave log2(e) out.", "exp-base"),
         (_attention(qd, kd, vd, causal, 1.0) * scale,
-         "the scale multiplies the output. It belongs on the scores, before the softmax: s = q·kᵀ · scale."),
+         "the scale multiplies the output. It belongs on the scores, before the softmax: s = q·kᵀ · scale.",
+         "scale"),
         (_tiled(qd, kd, vd, causal, scale, 1 << 30, divide=False),
-         "the output is never divided by the normaliser: o = acc / l at the end, after the loop."),
+         "the output is never divided by the normaliser: o = acc / l at the end, after the loop.", "no-divide"),
     ]
     if causal:
         out += [
-            (_attention(qd, kd, vd, False, scale), "the causal mask is missing: query i must not see keys j > i."),
+            (_attention(qd, kd, vd, False, scale), "the causal mask is missing: query i must not see keys j > i.",
+             "causal-missing"),
             (_attention(qd, kd, vd, True, scale, diagonal=0),
              "the causal mask is off by one: it hides key i from query i too (j < i where j <= i belongs), so "
-             "query 0 sees no key at all and its row is 0/0 = NaN. Keep key j when j <= i."),
+             "query 0 sees no key at all and its row is 0/0 = NaN. Keep key j when j <= i.", "causal-off-by-one"),
             (_attention(qd, kd, vd, True, scale, diagonal=2),
              "the causal mask is off by one: query i also sees key i + 1 (most rows match that). Keep key j "
-             "when j <= i."),
+             "when j <= i.", "causal-off-by-one"),
             (_attention(qd.flip(-2), kd.flip(-2), vd.flip(-2), True, scale).flip(-2),
-             "the causal mask hides the wrong triangle: query i sees keys j >= i instead of j <= i."),
+             "the causal mask hides the wrong triangle: query i sees keys j >= i instead of j <= i.", "causal-flipped"),
         ]
     for block in _BLOCKS:
         if block >= qd.shape[-2]:
@@ -115,20 +120,20 @@ def _wrong_answers(qd, kd, vd, causal, d):
             (_tiled(qd, kd, vd, causal, scale, block, rescale_acc=False),
              f"the accumulator is not rescaled (this matches K/V tiles of {block}): when a tile raises the "
              "running max from m to m_new, what acc already holds was weighted by exp(s − m) and must be "
-             "multiplied by alpha = exp(m − m_new) before the tile's p·v is added."),
+             "multiplied by alpha = exp(m − m_new) before the tile's p·v is added.", "no-rescale-acc"),
             (_tiled(qd, kd, vd, causal, scale, block, rescale_l=False),
              f"the normaliser l is not rescaled (this matches K/V tiles of {block}): l = l · alpha + "
-             "sum(p), with alpha = exp(m − m_new), like the accumulator."),
+             "sum(p), with alpha = exp(m − m_new), like the accumulator.", "no-rescale-l"),
             (_tiled(qd, kd, vd, causal, scale, block, rescale_acc=False, rescale_l=False),
              f"neither the accumulator nor l is rescaled (this matches K/V tiles of {block}): when the "
-             "running max grows, both must be multiplied by alpha = exp(m − m_new)."),
+             "running max grows, both must be multiplied by alpha = exp(m − m_new).", "no-rescale"),
         ]
     for block in _BLOCKS:
         alt = _padded_keys(qd, kd, vd, causal, scale, block)
         if alt is not None:
             out.append((alt, f"the keys past the end (N = {kd.shape[-2]} is not a multiple of your K/V tile "
                              f"of {block}) count in the softmax: they load as 0, so their score is 0, not −inf. "
-                             "Mask the scores too: s = tl.where(cols[None, :] < N, s, float('-inf'))."))
+                             "Mask the scores too: s = tl.where(cols[None, :] < N, s, float('-inf')).", "keys-past-n"))
     return out
 
 
@@ -142,8 +147,9 @@ def _inputs(shape, dtype, *, spread=1.0, q_zero=False, v_offset=0.0):
     return q.to(dtype), k.to(dtype), v.to(dtype)
 
 
-def _verify(out, q, k, v, causal, *, name, hint=""):
-    """Compare with float64 attention; on a mismatch, name the mistake it matches if it is a known one."""
+def _verify(out, q, k, v, causal, *, name, hint="", key=None):
+    """Compare with float64 attention; on a mismatch, name the mistake it matches if it is a known one. `key`:
+    the diagnosis of a failure that this case's `hint` explains (NaN, inf or wrong numbers)."""
     dtype, d = q.dtype, q.shape[-1]
     qd, kd, vd = q.double(), k.double(), v.double()
     ref = _attention(qd, kd, vd, causal, d ** -0.5)
@@ -157,17 +163,18 @@ def _verify(out, q, k, v, causal, *, name, hint=""):
         # Matched before compare's NaN check: a mistake may leave NaN (a row with every key masked). A mask
         # mistake may also be hidden on some rows by where the student's tiles end: most rows will do.
         got = out.double()
-        for alt, msg in wrong:
+        for alt, msg, diagnosis in wrong:
             if alt is None:
                 continue
             rows_ok = torch.isclose(got, alt, **tol, equal_nan=True).all(-1)
             if bool(rows_ok.all()) or ("causal mask" in msg and float(rows_ok.double().mean()) >= 0.75):
-                fail(f"`{name}`: {msg}")
+                fail(f"`{name}`: {msg}", diagnosis)
     try:
         compare(out, ref.to(dtype), name=name, like=q, tol=tol, overflow_hint=hint,
-                wrong_answers=[(a, m) for a, m in wrong if a is not None and not bool(torch.isnan(a).any())])
+                wrong_answers=[w for w in wrong if w[0] is not None and not bool(torch.isnan(w[0]).any())])
     except CheckFailed as e:
-        raise CheckFailed(f"{e}{hint and chr(10) + hint if 'Worst at' in str(e) else ''}") from None
+        diagnosis = key if key and e.diagnosis in ("nonfinite", "wrong", "factor", "tail") else e.diagnosis
+        raise CheckFailed(f"{e}{hint and chr(10) + hint if 'Worst at' in str(e) else ''}", diagnosis) from None
 
 
 def _case_name(shape, dtype, causal, what=""):
@@ -196,7 +203,7 @@ def _case(fn, shape, dtype, result, name):
             if shape[3] & (shape[3] - 1) == 0 or "power of 2" not in str(e):
                 raise
             raise CheckFailed(f"{e}\nD = {shape[3]} here is not a power of two. Load the head dimension "
-                              "with BLOCK_D = triton.next_power_of_2(D) lanes, masked dims < D.") from None
+                              "with BLOCK_D = triton.next_power_of_2(D) lanes, masked dims < D.", "block-d") from None
         _verify(out, q, k, v, causal, name=f"{name}, {_case_name(shape, dtype, causal)}")
         result.cases.append(_case_name(shape, dtype, causal))
 
@@ -226,7 +233,7 @@ def flash_attention(fn) -> Passed:
             "with scores near ±100",
             hint="The scores here reach about ±100 and exp(100) is far beyond even fp32 (max about 3.4e38): is the "
                  "running max subtracted before the exponential, p = exp(s − m_new), and the correction "
-                 "alpha = exp(m − m_new) taken between two maxima?")
+                 "alpha = exp(m − m_new) taken between two maxima?", key="no-max")
     result.cases.append(_case_name(shape, q.dtype, False, " scores ±100"))
     # Every score 0 and v near 1000: the unnormalised sum of p·v reaches N·1000, past fp16's 65,504.
     shape = (1, 1, 150, 32)
@@ -236,7 +243,7 @@ def flash_attention(fn) -> Passed:
             hint="Here every score is equal and v is near 1000, so before the final division the accumulator "
                  f"holds the sum of {shape[2]} values near 1000, about {shape[2] * 1000:,}: past fp16's largest "
                  "number, 65,504. Keep acc, l and m in fp32 (tl.zeros(..., tl.float32)) and convert only the "
-                 "final o to the output's dtype.")
+                 "final o to the output's dtype.", key="fp16-acc")
     result.cases.append(_case_name(shape, q.dtype, False, " v≈1000 (fp16 accumulator)"))
     for dtype in _dtypes():   # on a GPU: long sequences, many tiles
         for shape in pick(gpu=_GPU_SHAPES if dtype != torch.bfloat16 else _GPU_SHAPES[:1], cpu=[]):
@@ -254,7 +261,7 @@ def _budget(fn, name):
     t = trips.count(run, fn, q, k, v, name=name, poison=False)
     square = [f"{k_.name} wrote {lab}" for k_ in t.kernels for lab in k_.writes if lab.endswith(f"{n}, {n}]")]
     if t.launches == 0:
-        fail(f"`{name}` launched no kernel at all: did it compute on the CPU side, or return early?")
+        fail(f"`{name}` launched no kernel at all: did it compute on the CPU side, or return early?", "no-launch")
     if square or t.bytes > budget * 1.05:
         what = (f" It writes tensors of N×N = {n}×{n}: " + "; ".join(square[:3]) + "." if square else
                 f" It writes {t.bytes_written:,} bytes where o alone is {budget // 4:,}: scores or probabilities "
@@ -262,10 +269,10 @@ def _budget(fn, name):
         fail(f"`{name}` gives the right numbers but moved {t.bytes:,} bytes; the budget is {budget:,} "
              f"(q, k and v read once, o written once: 4·B·H·N·D·2 bytes in fp16, B={b} H={h} N={n} D={d}).{what} "
              "That N×N traffic is what FlashAttention removes: keep each tile of scores and probabilities "
-             "on chip, in the loop over K/V tiles.\n" + t.table())
+             "on chip, in the loop over K/V tiles.\n" + t.table(), "bytes")
     if t.launches > 1:
         fail(f"`{name}` made {t.launches} launches where 1 should do: each launch would hand its result to the "
-             f"next through HBM.\n{t.table()}")
+             f"next through HBM.\n{t.table()}", "launches")
     own_kernels(t, name)
     return t
 
@@ -282,4 +289,4 @@ def _skips_masked_tiles(fn, name):
              f"{causal / full:.0%} of the {full:,} the full attention requests (N = {n}). Tiles of keys that "
              "lie entirely after a query block's last row are loaded and then masked away, so the causal "
              "kernel costs as much as the full one. Stop the loop over K/V at the block's end: "
-             "range(0, tl.minimum(start_m + BLOCK_M, N), BLOCK_N) when CAUSAL.")
+             "range(0, tl.minimum(start_m + BLOCK_M, N), BLOCK_N) when CAUSAL.", "no-skip")

@@ -37,7 +37,7 @@ def _call(fn, x: torch.Tensor, k: int):
     except CheckFailed as e:
         text = _chain_text(e)
         if "Expected dtype" in text and "fp16" in text:
-            raise CheckFailed(f"`cos_chain` failed on an fp16 input with k={k}: {_FP32_ONLY}") from None
+            raise CheckFailed(f"`cos_chain` failed on an fp16 input with k={k}: {_FP32_ONLY}", "fp16-cos") from None
         raise
 
 
@@ -50,7 +50,7 @@ def _cosines(x: torch.Tensor, j: int) -> torch.Tensor:
 
 
 def _wrong_answers(x: torch.Tensor, k: int):
-    """The outputs of realistic mistakes for this k, with the diagnosis to give."""
+    """The outputs of realistic mistakes for this k, with the diagnosis to give and its key."""
     for j in range(0, k + 3):
         if j == k:
             continue
@@ -63,11 +63,11 @@ def _wrong_answers(x: torch.Tensor, k: int):
         else:
             msg = (f"with k={k} the output is the cosine applied {j} times: the loop runs {j} times where it "
                    f"should run {k}. `for _ in tl.static_range(K)` runs K times; is K=k passed at launch?")
-        yield _cosines(x, j), msg
+        yield _cosines(x, j), msg, ("no-cosine" if j == 0 else "one-cosine" if j == 1 else "loop-count")
     if k > 1:
         yield (x.float().cos() ** k).to(x.dtype), (
             f"with k={k} the output is cos(x) to the power {k}: each step must take the cosine of the "
-            "previous result (v = tl.cos(v)), not multiply by cos(x).")
+            "previous result (v = tl.cos(v)), not multiply by cos(x).", "power")
 
 
 def cos_chain(fn) -> Passed:
@@ -85,7 +85,7 @@ def cos_chain(fn) -> Passed:
                 out = _call(fn, x, k)
                 if not torch.equal(x, keep):
                     raise CheckFailed("`cos_chain` changed its input x: write the result to a new tensor "
-                                      "(out = torch.empty_like(x)) and leave x as it was.")
+                                      "(out = torch.empty_like(x)) and leave x as it was.", "in-place")
                 compare(out, want, name="cos_chain", like=x, wrong_answers=list(_wrong_answers(x, k)))
                 result.cases.append(f"{str(dtype)[6:]} n={n} k={k}")
     # The budget: one launch and one read plus one write of every element, whatever k is.
@@ -98,7 +98,7 @@ def cos_chain(fn) -> Passed:
                 traffic = budget(fn, (x, k), name="cos_chain", launches=1, bytes=limit)
             except CheckFailed as e:
                 raise CheckFailed(f"with k={k} ({str(dtype)[6:]}, n={n}, budget {limit} bytes = "
-                                  f"2 x {n} x {x.element_size()}): {e}") from None
+                                  f"2 x {n} x {x.element_size()}): {e}", e.diagnosis) from None
             if dtype == torch.float32 and k == max(_KS):
                 result.traffic = traffic
             result.cases.append(f"budget {str(dtype)[6:]} k={k}")

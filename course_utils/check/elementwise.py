@@ -55,7 +55,7 @@ def _run_in_interpreter(fn, args, *, name: str, n: int, dtype):
         except CheckFailed as e:
             if str(e).startswith("Out-of-bounds"):
                 raise CheckFailed(f"`{name}` with n = {n} ({str(dtype)[6:]}; {n} is not a multiple of your "
-                                  f"BLOCK, so the last block is partial): {e}") from None
+                                  f"BLOCK, so the last block is partial): {e}", e.diagnosis) from None
             raise
     return out, (grids[-1][0] if grids else None)
 
@@ -70,22 +70,22 @@ def _diagnose_grid(out, n: int, programs: int | None, *, name: str) -> None:
         return
     if programs == 0:
         fail(f"`{name}`: the grid had 0 programs, so nothing ran and all {n} elements were never written. "
-             "n // BLOCK is 0 whenever n < BLOCK: use triton.cdiv(n, BLOCK), which rounds up.")
+             "n // BLOCK is 0 whenever n < BLOCK: use triton.cdiv(n, BLOCK), which rounds up.", "grid-zero")
     if bool(never.all()):
         fail(f"`{name}`: {programs} programs ran but none stored anything: all {n} elements were never "
-             "written. Does the kernel end with tl.store(out_ptr + offsets, result, mask=mask)?")
+             "written. Does the kernel end with tl.store(out_ptr + offsets, result, mask=mask)?", "no-store")
     written = never.numel() - int(never.sum())
     if bool(never[written:].all()) and not bool(never[:written].any()):   # a clean prefix was written
         if written % programs == 0 and _pow2(written // programs):
             block = written // programs
             fail(f"`{name}`: the grid is too small. {programs} programs × BLOCK {block} = {written} elements, "
                  f"but n = {n}: the last {n - written} elements were never written. n // BLOCK rounds down; "
-                 f"the grid needs triton.cdiv(n, BLOCK) = {-(-n // block)} programs.")
+                 f"the grid needs triton.cdiv(n, BLOCK) = {-(-n // block)} programs.", "grid-too-small")
         block = written - programs + 1
         if programs > 1 and _pow2(block):
             fail(f"`{name}`: the programs overlap. Only elements 0..{written - 1} were written, which is what "
                  f"{programs} programs of BLOCK {block} cover when program i starts at offset i. Each program "
-                 "must start at its own block: offsets = pid * BLOCK + tl.arange(0, BLOCK).")
+                 "must start at its own block: offsets = pid * BLOCK + tl.arange(0, BLOCK).", "overlap")
 
 
 def _check_too_many_programs(n: int, programs: int | None, *, name: str) -> None:
@@ -93,14 +93,14 @@ def _check_too_many_programs(n: int, programs: int | None, *, name: str) -> None
         fail(f"`{name}`: the answer is right, but the grid launched {programs} programs for n = {n} elements: "
              "one per element. Each program handles a whole block of BLOCK elements, so "
              "triton.cdiv(n, BLOCK) programs cover n; the others find every lane masked off and "
-             "still cost a slot on the GPU.")
+             "still cost a slot on the GPU.", "grid-per-element")
 
 
 def _check_1d(fn, *, name: str, inputs, reference, wrong_answers, tol=None, n_inputs: int = 2) -> Passed:
     """The common check of a 1-D element-wise exercise.
 
     inputs(n, dtype, case) -> the arguments; reference(*args) -> the right answer;
-    wrong_answers(*args) -> (tensor, message) pairs; n_inputs: how many of the arguments are
+    wrong_answers(*args) -> (tensor, message, key) triples; n_inputs: how many of the arguments are
     n-element tensors (the bytes budget is (n_inputs + 1) * 4 * n for float32)."""
     result = Passed(name)
     sizes = [FIRST_N, 1, 37, 1025, pick(gpu=(1 << 20) + 17, cpu=4095)]
@@ -136,11 +136,13 @@ def vector_add(fn) -> Passed:
         return (x.float() + y.float()).to(x.dtype)
 
     def wrong_answers(x, y):
-        return [(x, "the output equals x: is y loaded and added?"),
-                (y, "the output equals y: is x loaded and added?"),
-                (x + x, "the output is x + x: is the second load reading from x_ptr instead of y_ptr?"),
-                (y + y, "the output is y + y: is the first load reading from y_ptr instead of x_ptr?"),
-                (x - y, "the output is x - y")]
+        return [(x, "the output equals x: is y loaded and added?", "one-input"),
+                (y, "the output equals y: is x loaded and added?", "one-input"),
+                (x + x, "the output is x + x: is the second load reading from x_ptr instead of y_ptr?",
+                 "same-pointer"),
+                (y + y, "the output is y + y: is the first load reading from y_ptr instead of x_ptr?",
+                 "same-pointer"),
+                (x - y, "the output is x - y", "subtract")]
     return _check_1d(fn, name="vector_add", inputs=inputs, reference=reference, wrong_answers=wrong_answers)
 
 
@@ -159,11 +161,12 @@ def scaled_add(fn) -> Passed:
 
     def wrong_answers(x, y, alpha):
         xf, yf, dt = x.float(), y.float(), x.dtype
-        return [((xf + yf).to(dt), f"this is x + y: alpha (= {alpha}) is never applied."),
-                ((xf + alpha * yf).to(dt), "this is x + alpha * y: alpha scales y; it belongs to x."),
-                ((alpha * (xf + yf)).to(dt), "this is alpha * (x + y): alpha scales the sum; it belongs to x alone."),
-                ((alpha * xf).to(dt), "this is alpha * x: y is never added."),
-                (y, "the output equals y: is alpha * x added to it?")]
+        return [((xf + yf).to(dt), f"this is x + y: alpha (= {alpha}) is never applied.", "no-alpha"),
+                ((xf + alpha * yf).to(dt), "this is x + alpha * y: alpha scales y; it belongs to x.", "alpha-on-y"),
+                ((alpha * (xf + yf)).to(dt), "this is alpha * (x + y): alpha scales the sum; it belongs to x alone.",
+                 "alpha-on-sum"),
+                ((alpha * xf).to(dt), "this is alpha * x: y is never added.", "one-input"),
+                (y, "the output equals y: is alpha * x added to it?", "one-input")]
 
     def tol(dtype):
         # In float16 the kernel may round alpha * x before adding y; allow that one extra rounding.
@@ -200,12 +203,13 @@ def _run_bias_gelu(fn, x, b):
                 f"`bias_gelu` fails on {kind} input: tl.erf (like tl.exp and the other math functions) takes "
                 f"fp32 or fp64 only, and was given {kind}. Convert right after the load, "
                 "v = tl.load(...).to(tl.float32), compute in fp32, and convert back as you store: "
-                "y.to(out_ptr.dtype.element_ty). The conversions happen in registers and cost no trip.") from None
+                "y.to(out_ptr.dtype.element_ty). The conversions happen in registers and cost no trip.",
+                "fp16-erf") from None
         if str(e).startswith("Out-of-bounds") and x.numel() != b.numel() and f"({b.numel()} elements)" in str(e):
             raise CheckFailed(
                 f"{e}\nThat is the bias: it holds one value per column, {b.numel()} of them, not one per element "
                 "of x. With a flattened grid the bias of flat offset o is b[o % N]; with a grid over "
-                "(rows, column blocks) it is b[cols].") from None
+                "(rows, column blocks) it is b[cols].", "bias-not-wrapped") from None
         raise
 
 
@@ -234,19 +238,20 @@ def bias_gelu(fn) -> Passed:
                     alt = (0.5 * v * (1 + torch.erf(u))).to(dtype)
                     return None if torch.allclose(alt.double(), v.to(dtype).double(), **tolerance(dtype)) else alt
                 compare(out, _gelu(v).to(dtype), name="bias_gelu", like=x, wrong_answers=[
-                    (_gelu(xf).to(dtype), "this is gelu(x): the bias is never added."),
+                    (_gelu(xf).to(dtype), "this is gelu(x): the bias is never added.", "no-bias"),
                     (erf_of(v), "this takes erf(v); GELU takes erf(v/√2): multiply v by 0.7071067811865476 "
-                                "(1/√2) inside the erf."),
+                                "(1/√2) inside the erf.", "erf-scale"),
                     (erf_of(v * math.sqrt(2)), "this takes erf(v·√2); GELU takes erf(v/√2): divide by √2, "
-                                               "or multiply by 0.7071067811865476."),
-                    (v.to(dtype), "this is x + b: GELU is never applied."),
-                    (torch.relu(v).to(dtype), "this is relu(x + b), not GELU."),
-                    (_gelu(xf).to(dtype) + b, "this is gelu(x) + b: the bias goes in before the activation."),
+                                               "or multiply by 0.7071067811865476.", "erf-scale"),
+                    (v.to(dtype), "this is x + b: GELU is never applied.", "no-gelu"),
+                    (torch.relu(v).to(dtype), "this is relu(x + b), not GELU.", "relu"),
+                    (_gelu(xf).to(dtype) + b, "this is gelu(x) + b: the bias goes in before the activation.",
+                     "bias-after-gelu"),
                     (_gelu(xf + bf[:m, None]).to(dtype) if m <= n and m > 1 else None,
-                     "the bias is indexed by row; it belongs to the columns (b[col])."),
+                     "the bias is indexed by row; it belongs to the columns (b[col]).", "bias-by-row"),
                     (tanh_gelu if scale == 1.0 and not torch.equal(tanh_gelu, _gelu(v).to(dtype)) else None,
                      "this is the tanh approximation; the exercise asks for the exact form "
-                     "0.5·v·(1 + erf(v/√2))."),
+                     "0.5·v·(1 + erf(v/√2)).", "tanh"),
                 ], overflow_hint="GELU of a large |v| is v or 0: an exp() that overflows? Use erf.")
                 result.cases.append(f"{str(dtype)[6:]} {m}x{n}" + (" ×30" if scale != 1 else ""))
     m, n = 16, 256
@@ -262,6 +267,6 @@ def bias_gelu(fn) -> Passed:
              f"{len(casts)} × {casts[0]} besides your kernel, {t.launches} launches in all. Each conversion is "
              "a kernel of its own, a full trip through HBM and back. Pass the fp16 tensors to your kernel, "
              "convert after the load with .to(tl.float32), and store into an fp16 output "
-             f"(torch.empty_like(x)).\n{t.table()}")
+             f"(torch.empty_like(x)).\n{t.table()}", "casts")
     budget(fn, half, name="bias_gelu", launches=1, bytes=2 * (2 * m * n + n))
     return result

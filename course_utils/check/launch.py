@@ -31,23 +31,25 @@ def chain_reference(x: torch.Tensor, pairs: int = N_OPS // 2, *, add_first: bool
 
 
 def _wrong_answers(x: torch.Tensor):
-    """Realistic mistakes and what to say about them; a generator, so they are computed only on a mismatch."""
+    """Realistic mistakes, what to say about them, and their diagnosis keys; a generator, so they are
+    computed only on a mismatch."""
     pairs = N_OPS // 2
     yield x, ("the output equals the input: the multiply-adds are never applied. Does the loop run, and "
-              "is its result (not the loaded x) what you store?")
+              "is its result (not the loaded x) what you store?"), "no-steps"
     yield chain_reference(x, add_first=True), (
-        "you add SHIFT before multiplying by SCALE; each step is x * SCALE first, then + SHIFT.")
-    yield chain_reference(x, add=False), "only the multiplies are applied: every step also adds SHIFT."
-    yield chain_reference(x, multiply=False), "only the adds are applied: every step also multiplies by SCALE."
+        "you add SHIFT before multiplying by SCALE; each step is x * SCALE first, then + SHIFT."), "order"
+    yield chain_reference(x, add=False), "only the multiplies are applied: every step also adds SHIFT.", "missing-op"
+    yield (chain_reference(x, multiply=False),
+           "only the adds are applied: every step also multiplies by SCALE.", "missing-op")
     y = x
     for k in range(1, 4 * pairs + 1):     # one more step at a time: k steps cost k, not k*(k+1)/2, ops
         y = chain_reference(y, 1)
         if k == 2 * pairs:
             yield y, (f"you apply the multiply-add {k} times. The chain is {N_OPS} ops: {pairs} multiplies "
-                      f"and {pairs} adds, so {pairs} multiply-add steps.")
+                      f"and {pairs} adds, so {pairs} multiply-add steps."), "step-count"
         elif k != pairs:
             yield y, (f"the output is what {k} multiply-add step{'s' if k > 1 else ''} give ({2 * k} ops); "
-                      f"the chain has {pairs} steps ({N_OPS} ops). Check the loop's trip count.")
+                      f"the chain has {pairs} steps ({N_OPS} ops). Check the loop's trip count."), "step-count"
 
 
 def tiny_chain(fn) -> Passed:
@@ -63,7 +65,7 @@ def tiny_chain(fn) -> Passed:
         out = run(fn, x, name="tiny_chain")
         if not torch.equal(x, before):
             fail("`tiny_chain` changed its input x in place: write the result to a new tensor "
-                 "(out = torch.empty_like(x)) and leave x as it was.")
+                 "(out = torch.empty_like(x)) and leave x as it was.", "in-place")
         compare(out, ref, name="tiny_chain", like=x, wrong_answers=_wrong_answers(x),
                 overflow_hint="The chain keeps values near the input's size: is something multiplied where "
                               "it should be added?")

@@ -55,29 +55,29 @@ def _per_k_step(a, w, b, bk):
 
 
 def _wrong_answers(a, w, b):
-    """(answer, diagnosis) for the realistic mistakes, computed in float64 from the same inputs."""
+    """(answer, diagnosis, key) for the realistic mistakes, computed in float64 from the same inputs."""
     M, K = a.shape
     N = w.shape[1]
     mm = a @ w
     out = [
-        (_gelu(mm), "the bias is never added: gelu(a @ w), not gelu(a @ w + b)."),
-        (_gelu(mm) + b, "this is gelu(a @ w) + b: the bias goes in before the activation."),
-        (mm + b, "this is a @ w + b: GELU is never applied."),
+        (_gelu(mm), "the bias is never added: gelu(a @ w), not gelu(a @ w + b).", "no-bias"),
+        (_gelu(mm) + b, "this is gelu(a @ w) + b: the bias goes in before the activation.", "bias-after"),
+        (mm + b, "this is a @ w + b: GELU is never applied.", "no-gelu"),
         (torch.nn.functional.gelu(mm + b, approximate="tanh"),
          "this is the tanh approximation of GELU; the exercise asks for the exact form 0.5·v·(1 + erf(v/√2)), "
-         "with tl.erf."),
+         "with tl.erf.", "tanh"),
         (0.5 * (mm + b) * (1 + torch.erf(mm + b)),
-         "this takes erf(v); GELU takes erf(v/√2): multiply v by 0.7071067811865476 inside the erf."),
+         "this takes erf(v); GELU takes erf(v/√2): multiply v by 0.7071067811865476 inside the erf.", "erf-scale"),
     ]
     if M <= N and M > 1:
         out.append((_gelu(mm + b[:M, None]), "the bias is indexed by the row of the output tile (b[rm]); it holds "
                     "one value per column of the output: load it at the tile's column offsets (b[rn]) and add it "
-                    "along the rows, acc + bias[None, :]."))
+                    "along the rows, acc + bias[None, :].", "bias-by-row"))
     if K > 1:
         w_nk = w.reshape(-1).reshape(N, K).t()
         out.append((_gelu(a @ w_nk + b), "w is read as if it were stored (N, K), like nn.Linear's weight. Here w "
                     "is (K, N), row-major: element (k, n) sits at offset k·N + n, so the w tile is "
-                    "w_ptr + rk[:, None] * N + rn[None, :]."))
+                    "w_ptr + rk[:, None] * N + rn[None, :].", "w-layout"))
     if K > 1:
         mm16 = mm.half().double()     # every step rounded to fp16, as separate fp16 operations do
         v16 = (mm16 + b).half().double()
@@ -85,25 +85,25 @@ def _wrong_answers(a, w, b):
                     "this matches a @ w rounded to fp16 before the bias and GELU: what eager PyTorch computes "
                     "(F.gelu(a @ w + b) in fp16 rounds after each operation), or a matmul that stores fp16 with the "
                     "epilogue done elsewhere. Keep the fp32 accumulator through the bias and the GELU and round once, "
-                    "as you store, all in one kernel."))
+                    "as you store, all in one kernel.", "rounded-early"))
     for bk in BLOCK_KS:
         kept = K - K % bk
         if K % bk and kept == 0:
             out.append((_gelu(b.expand(M, N)),
                         f"the output is gelu(b): none of the K = {K} products were added. A K loop of K // BLOCK_K "
                         "steps runs 0 times when K < BLOCK_K. Loop tl.cdiv(K, BLOCK_K) times and mask the tail: "
-                        "(k * BLOCK_K + rk) < K, with other=0.0."))
+                        "(k * BLOCK_K + rk) < K, with other=0.0.", "k-tail"))
         elif K % bk:
             out.append((_gelu(a[:, :kept] @ w[:kept] + b),
                         f"the last {K % bk} of the K = {K} products are never added, which is what a K loop of "
                         f"K // BLOCK_K steps does with BLOCK_K = {bk}: it rounds down and skips the partial last "
                         "tile. Loop tl.cdiv(K, BLOCK_K) times and mask the tail: (k * BLOCK_K + rk) < K, with "
-                        "other=0.0 so that the masked lanes add nothing."))
+                        "other=0.0 so that the masked lanes add nothing.", "k-tail"))
         if bk < K:
             out.append((_per_k_step(a, w, b, bk),
                         f"bias and GELU are applied to the accumulator after every K step (this matches BLOCK_K = "
                         f"{bk}). The epilogue runs once, after the K loop, on the finished tile: "
-                        "gelu(sum of all K products + b)."))
+                        "gelu(sum of all K products + b).", "epilogue-per-k"))
     return out
 
 
@@ -122,12 +122,14 @@ def _run(fn, a, w, b):
             hint = (f"That is the bias: {N} values, one per column of the output. A bias read at the tile's row "
                     "offsets (b[rm]) runs past its end as soon as M > N; load it at the column offsets, b[rn], "
                     "masked with rn < N.")
+            key = "bias-by-row"
         else:
             hint = ("In a matmul each tile load needs two conditions in its mask: for a, rows below M and "
                     "columns below K; for w, rows below K and columns below N. The K condition is the one "
                     "usually forgotten: when K is not a multiple of BLOCK_K, the last step of the K loop "
                     "reaches past the end of each row of a and past the last row of w.")
-        raise CheckFailed(f"{text}\n({shape}.) {hint}") from None
+            key = "k-mask"
+        raise CheckFailed(f"{text}\n({shape}.) {hint}", key) from None
 
 
 def _case(fn, a, w, b, label, result, tol=TOL):
@@ -145,7 +147,7 @@ def _case(fn, a, w, b, label, result, tol=TOL):
                 "one rounding to fp16 at the end allow. Something rounds to fp16 too early: an fp16 accumulator "
                 "(tl.zeros(..., dtype=tl.float16), or tl.dot(..., out_dtype=tl.float16)), or a @ w stored in fp16 "
                 "with the bias and GELU applied to it afterwards (eager PyTorch does that). Keep the fp32 "
-                "accumulator through the bias and the GELU, and convert once, as you store.") from None
+                "accumulator through the bias and the GELU, and convert once, as you store.", "fp16-acc") from None
         raise
     result.cases.append(label)
 
@@ -175,7 +177,8 @@ def matmul_bias_gelu(fn) -> Passed:
             "first half of K and the second half cancels them, leaving results of order 1. An fp16 accumulator "
             f"has 11 bits: near {2 * k:,} it cannot hold anything finer than {2.0 ** (math.floor(math.log2(2 * k)) - 10):g}, "
             "and the small result is lost. Accumulate in fp32: acc = tl.zeros((BLOCK_M, BLOCK_N), "
-            "dtype=tl.float32) and tl.dot(a, w, acc) (no out_dtype=tl.float16); convert only as you store.") from None
+            "dtype=tl.float32) and tl.dot(a, w, acc) (no out_dtype=tl.float16); convert only as you store.",
+            "fp16-acc" if e.diagnosis in ("wrong", "factor", "tail", "wrong-answer") else e.diagnosis) from None
     m, n, k = 32, 64, 48
     t = budget(fn, _inputs(m, n, k), name=NAME, launches=1, bytes=2 * (m * k + k * n + n + m * n))
     own_kernels(t, NAME)

@@ -84,13 +84,15 @@ def _check(fn, *, name, with_bias, eps, reference, wrong_y):
             xd, rd, wd, bd = x.double(), r.double(), w.double(), b.double()
             hd = xd + rd
             compare(h, hd.to(dtype), name=f"{name}, second output h", like=x, wrong_answers=[
-                (x, "h equals x: return the updated residual stream h = x + residual, not the input x."),
-                (r, "h equals residual: h is x + residual, the sum the next layer adds to."),
-                (y, "h equals y: the second output is h = x + residual, before the normalisation."),
+                (x, "h equals x: return the updated residual stream h = x + residual, not the input x.",
+                 "h-output"),
+                (r, "h equals residual: h is x + residual, the sum the next layer adds to.", "h-output"),
+                (y, "h equals y: the second output is h = x + residual, before the normalisation.",
+                 "h-output"),
             ])
             try:
                 compare(y, reference(hd, wd, bd, eps).to(dtype), name=f"{name}, first output y", like=x,
-                        wrong_answers=[(alt.to(dtype), msg) for alt, msg in wrong_y(hd, xd, wd, bd, eps, m, n)
+                        wrong_answers=[(alt.to(dtype), *said) for alt, *said in wrong_y(hd, xd, wd, bd, eps, m, n)
                                        if alt is not None], tol=_y_tol(dtype, large_mean))
             except CheckFailed as e:
                 if not large_mean:
@@ -99,7 +101,8 @@ def _check(fn, *, name, with_bias, eps, reference, wrong_y):
                     f"{e}\nEvery earlier case passed; this one has rows near {_LARGE_MEAN[dtype]:.0f} with a spread "
                     "of about 1. Is the variance computed as mean(h²) − mean(h)²? Both terms are near "
                     f"{_LARGE_MEAN[dtype] ** 2:,.0f} and their difference near 1, so fp32 keeps almost none of its "
-                    "digits. Subtract the mean first and square what is left: var = mean((h − mean)²).") from None
+                    "digits. Subtract the mean first and square what is left: var = mean((h − mean)²).",
+                    "cancellation") from None
             result.cases.append(f"{str(dtype)[6:]} {m}x{n}" + (f" mean {_LARGE_MEAN[dtype]:.0f}" if large_mean else
                                                                   " spread 0.001" if kind == "small" else ""))
     m, n = 16, 256
@@ -122,21 +125,22 @@ def add_layernorm(fn) -> Passed:
     def wrong_y(hd, xd, w, b, eps, m, n):
         block = _pow2_at_least(n)
         return [
-            (_layernorm(xd, w, b, eps), "y is the normalised x: normalise h = x + residual, the sum."),
+            (_layernorm(xd, w, b, eps), "y is the normalised x: normalise h = x + residual, the sum.", "normalised-x"),
             (_layernorm(hd, w, b, eps, ddof=1) if n > 1 else None,
-             "the variance divides by N − 1 (unbiased); layer_norm divides by N."),
+             "the variance divides by N − 1 (unbiased); layer_norm divides by N.", "unbiased"),
             (_layernorm(hd, w, b, eps, eps_outside=True),
-             "eps is added after the square root; it belongs inside: 1 / sqrt(var + eps)."),
-            (_layernorm(hd, b, w, eps), "weight and bias are swapped: y = norm · weight + bias."),
-            (_layernorm(hd, None, b, eps), "weight is never applied: y = norm · weight + bias."),
-            (_layernorm(hd, w, None, eps), "bias is never added: y = norm · weight + bias."),
-            (_layernorm(hd, None, None, eps), "neither weight nor bias is applied: y = norm · weight + bias."),
+             "eps is added after the square root; it belongs inside: 1 / sqrt(var + eps).", "eps-outside"),
+            (_layernorm(hd, b, w, eps), "weight and bias are swapped: y = norm · weight + bias.", "weight-bias"),
+            (_layernorm(hd, None, b, eps), "weight is never applied: y = norm · weight + bias.", "weight-bias"),
+            (_layernorm(hd, w, None, eps), "bias is never added: y = norm · weight + bias.", "weight-bias"),
+            (_layernorm(hd, None, None, eps), "neither weight nor bias is applied: y = norm · weight + bias.",
+             "weight-bias"),
             ((_layernorm(hd.transpose(0, 1), None, None, eps).transpose(0, 1) * w + b) if m > 1 else None,
-             "the mean and variance are taken down the columns; layer_norm takes them along each row."),
+             "the mean and variance are taken down the columns; layer_norm takes them along each row.", "columns"),
             (_layernorm(hd, w, b, eps, pad=block - n) if block != n else None,
              f"the masked lanes past the end of the row count in the variance: they load as 0, so h − mean "
              f"there is −mean, and {block - n} of them add mean² each. Zero them first: "
-             "d = tl.where(mask, h - mean, 0.0)."),
+             "d = tl.where(mask, h - mean, 0.0).", "masked-lanes"),
         ]
     return _check(fn, name="add_layernorm", with_bias=True, eps=1e-5,
                   reference=lambda h, w, b, eps: _layernorm(h, w, b, eps), wrong_y=wrong_y)
@@ -147,14 +151,14 @@ def add_rmsnorm(fn) -> Passed:
     (eps = 1e-6), in one launch, in fp32 and fp16."""
     def wrong_y(hd, xd, w, b, eps, m, n):
         return [
-            (_rmsnorm(xd, w, eps), "y is the RMS-normalised x: normalise h = x + residual, the sum."),
+            (_rmsnorm(xd, w, eps), "y is the RMS-normalised x: normalise h = x + residual, the sum.", "normalised-x"),
             (_rmsnorm(hd, w, eps, centred=True), "the mean is subtracted first: that is LayerNorm without its "
-                                                 "bias. RMSNorm divides h itself by sqrt(mean(h²) + eps)."),
+                                                 "bias. RMSNorm divides h itself by sqrt(mean(h²) + eps).", "centred"),
             (_rmsnorm(hd, w, eps, eps_outside=True),
-             "eps is added after the square root; it belongs inside: 1 / sqrt(mean(h²) + eps)."),
+             "eps is added after the square root; it belongs inside: 1 / sqrt(mean(h²) + eps).", "eps-outside"),
             (_rmsnorm(hd, w, eps, no_mean=True) if n > 1 else None,
-             "the sum of squares is never divided by N: RMSNorm takes the mean of h²."),
-            (_rmsnorm(hd, None, eps), "weight is never applied: y = h / rms · weight."),
+             "the sum of squares is never divided by N: RMSNorm takes the mean of h².", "no-mean"),
+            (_rmsnorm(hd, None, eps), "weight is never applied: y = h / rms · weight.", "no-weight"),
         ]
     return _check(fn, name="add_rmsnorm", with_bias=False, eps=1e-6,
                   reference=lambda h, w, b, eps: _rmsnorm(h, w, eps), wrong_y=wrong_y)

@@ -29,23 +29,25 @@ def _same(a, b) -> bool:
 
 
 def _wrong_answers():
-    """Realistic mistakes, each a function of the two correct terms, with the diagnosis to give."""
+    """Realistic mistakes, each a function of the two correct terms, with the diagnosis to give and its key."""
     units = "1 GB/s is 1e9 bytes/s = 1e6 bytes per ms, and 1 TFLOP/s is 1e9 FLOPs per ms"
     yield lambda m, c: m + c, ("you returned the sum of the two times; the roofline bound is the max: "
-                               "memory and arithmetic overlap, so the slower of the two sets the time.")
+                               "memory and arithmetic overlap, so the slower of the two sets the time."), "sum"
     yield lambda m, c: min(m, c), ("you returned the smaller of the two times; the bound is the larger one: "
-                                   "the kernel cannot finish before its slowest resource does.")
-    yield lambda m, c: m, "you return only the memory time: your answer ignores the compute term (FLOPs / rate)."
-    yield lambda m, c: c, "you return only the compute time: your answer ignores the memory term (bytes / bandwidth)."
+                                   "the kernel cannot finish before its slowest resource does."), "min"
+    yield (lambda m, c: m,
+           "you return only the memory time: your answer ignores the compute term (FLOPs / rate).", "one-term")
+    yield (lambda m, c: c,
+           "you return only the compute time: your answer ignores the memory term (bytes / bandwidth).", "one-term")
     for f in (1e3, 1e-3, 1e6, 1e-6, 1e9, 1e-9, 1e12, 1e-12):
         off = f"off by {max(f, 1 / f):.0f} (too {'large' if f > 1 else 'small'})"
         unit = {1e-3: " Seconds instead of milliseconds?", 1e3: " Microseconds instead of milliseconds?"}
         yield lambda m, c, f=f: f * max(m, c), (
-            f"{off} in every case: GB/s vs bytes/ms units?{unit.get(f, '')} The answer is in ms; {units}.")
+            f"{off} in every case: GB/s vs bytes/ms units?{unit.get(f, '')} The answer is in ms; {units}."), "units"
         yield lambda m, c, f=f: max(f * m, c), (
-            f"the memory term is {off}: GB/s vs bytes/ms units? {units}.")
+            f"the memory term is {off}: GB/s vs bytes/ms units? {units}."), "units"
         yield lambda m, c, f=f: max(m, f * c), (
-            f"the compute term is {off}: TFLOP/s vs FLOPs/ms units? {units}.")
+            f"the compute term is {off}: TFLOP/s vs FLOPs/ms units? {units}."), "units"
 
 
 def roofline_time(fn) -> Passed:
@@ -55,22 +57,23 @@ def roofline_time(fn) -> Passed:
     for case in _CASES:
         got = run(fn, *case, name="roofline_time", poison=False)
         if got is None:
-            fail("`roofline_time` returned None: did you forget `return`?")
+            fail("`roofline_time` returned None: did you forget `return`?", "return")
         try:
             got = float(got)
         except (TypeError, ValueError):
-            fail(f"`roofline_time` returned a {type(got).__name__}; it should return one number of milliseconds.")
+            fail(f"`roofline_time` returned a {type(got).__name__}; it should return one number of milliseconds.",
+                 "return")
         got_all.append(got)
     wants = [max(*_terms(*case)) for case in _CASES]
     if all(_same(g, w) for g, w in zip(got_all, wants)):
         result.cases = [f"flops={c[0]:.3g} bytes={c[1]:.3g}" for c in _CASES]
         return result
-    for wrong, message in _wrong_answers():
+    for wrong, message, key in _wrong_answers():
         if all(_same(g, wrong(*_terms(*c))) for g, c in zip(got_all, _CASES)):
-            fail(f"`roofline_time`: {message}")
+            fail(f"`roofline_time`: {message}", key)
     i = next(i for i, (g, w) in enumerate(zip(got_all, wants)) if not _same(g, w))
     flops, nbytes, gbps, tflops = _CASES[i]
     m, c = _terms(*_CASES[i])
     raise CheckFailed(
         f"`roofline_time({flops:g}, {nbytes:g}, {gbps:g}, {tflops:g})` returned {got_all[i]:.6g} ms; expected "
-        f"{wants[i]:.6g} ms (memory {m:.6g} ms, compute {c:.6g} ms, the bound is the larger).")
+        f"{wants[i]:.6g} ms (memory {m:.6g} ms, compute {c:.6g} ms, the bound is the larger).", "wrong")

@@ -62,24 +62,24 @@ def _wrong_answers(xd, m, n):
         alts.append((ez / (ez.sum(-1, keepdim=True) + pad * torch.exp(-mz)),
                      f"the masked lanes past the end of the row count as 0: here {pad} of them per row, each adding "
                      "exp(0 − max) to the sum (and 0 may even become the row's max). Load them as −inf "
-                     "(other=-float('inf')): exp(−inf) = 0 adds nothing, and −inf never wins the max."))
+                     "(other=-float('inf')): exp(−inf) = 0 adds nothing, and −inf never wins the max.", "pad-zero"))
     alts += [
-        (e, "the rows are not normalised: y = exp(x − max) without the division by the row's sum."),
+        (e, "the rows are not normalised: y = exp(x − max) without the division by the row's sum.", "not-divided"),
         (e / torch.exp(xd).sum(-1, keepdim=True),
          "the numerator subtracts the max but the sum does not: y = exp(x − max) / Σ exp(x). Subtract the same "
-         "max in both (it cancels only if it is in both)."),
+         "max in both (it cancels only if it is in both).", "max-one-side"),
         (torch.exp(xd) / s,
          "the sum subtracts the max but the numerator does not: y = exp(x) / Σ exp(x − max). Subtract the same "
-         "max in both."),
+         "max in both.", "max-one-side"),
         (torch.softmax(xd, dim=0) if m > 1 else None,
          "each column is normalised instead of each row: the max and the sum run down dim 0. Softmax runs along "
-         "the last dimension, one row at a time."),
+         "the last dimension, one row at a time.", "columns"),
     ]
     for rows in (2, 4, 8, 16, 32):
         if rows < m:
             alts.append((_softmax_columns(xd, rows),
                          f"each column of every group of {rows} rows is normalised: a [ROWS, BLOCK] block reduced "
-                         "along axis 0. Reduce along axis=1, the columns of each row."))
+                         "along axis 0. Reduce along axis=1, the columns of each row.", "columns"))
     sizes = [m * n] + [r * n for r in (2, 4, 8, 16) if r < m] + [b for b in (128, 256, 512, 1024, 2048, 4096)
                                                                   if b != n and b < m * n]
     for size in sizes:
@@ -88,7 +88,7 @@ def _wrong_answers(xd, m, n):
                 f"each block of {size} consecutive elements of the flattened x is normalised on its own")
         alts.append((_softmax_chunks(xd, size),
                      f"{what}: the max and the sum must cover exactly one row, no more, no less. One program per "
-                     "row (or a reduction along the row's axis only)."))
+                     "row (or a reduction along the row's axis only).", "not-per-row"))
     return alts
 
 
@@ -119,7 +119,8 @@ def softmax(fn) -> Passed:
                                                                   ", every value near −120" if kind == "negative" else "")
             try:
                 compare(out, ref.to(dtype), name=name, like=x, tol=_TOL[dtype],
-                        wrong_answers=[(alt.to(dtype), msg) for alt, msg in _wrong_answers(xd, m, n) if alt is not None],
+                        wrong_answers=[(alt.to(dtype), msg, key) for alt, msg, key in _wrong_answers(xd, m, n)
+                                       if alt is not None],
                         overflow_hint=("exp() overflowed: exp(x) of x near 100 is past the largest fp32 (about 3.4e38, "
                                        "reached at x = 88.7; fp16's 65504 at x = 11.1), and inf / inf is NaN. "
                                        "Subtract each row's max first: exp(x − max) ≤ 1, and the max cancels in the "
@@ -129,6 +130,9 @@ def softmax(fn) -> Passed:
                                        "win the max? Load masked lanes as −inf." if kind == "negative" else ""))
             except CheckFailed as e:
                 msg = f"{e}\n(case: {where})"
+                # NaN where the answer is finite: which probe made it tells the causes apart
+                key = {"large": "no-max", "negative": "pad-zero"}.get(kind, "nonfinite") \
+                    if e.diagnosis == "nonfinite" else e.diagnosis
                 sums = _row_sums(out) if isinstance(out, torch.Tensor) and out.shape == x.shape else None
                 if sums is not None and sums.numel() and not torch.allclose(sums, torch.ones_like(sums), atol=1e-2):
                     msg += (f"\nEach row of a softmax sums to 1; yours sum to between {float(sums.min()):.4g} and "
@@ -136,7 +140,8 @@ def softmax(fn) -> Passed:
                 if result.cases and n != _pow2_at_least(n) and kind is None and "masked lanes" not in msg:
                     msg += ("\nEarlier cases passed. This row's length is not a power of two, so the block that holds "
                             "it has masked lanes: what do they load, and do they take part in the max and the sum?")
-                raise CheckFailed(msg) from None
+                    key = "masked-lanes" if key in ("wrong", "factor", "wrong-answer") else key
+                raise CheckFailed(msg, key) from None
             result.cases.append(f"{str(dtype)[6:]} {m}x{n}" + (f" near {_LARGE:.0f}" if kind == "large" else
                                                               " near −120" if kind == "negative" else ""))
     m, n = 16, 300

@@ -6,6 +6,8 @@ logits, the probabilities never written to memory, ignore_index honoured.
     ignore_index (a one-element tensor); grad: d loss / d logits, (M, V), the logits' dtype."""
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import torch
 import torch.nn.functional as F
 
@@ -15,6 +17,7 @@ from ..environment import DEVICE, INTERPRET, ON_GPU, pick
 from ._card import Scorecard, _bytes
 
 __all__ = ["cross_entropy"]
+EXERCISE = "lab3.cross_entropy"     # the name of the lab's hints: a failed row names the one that helps
 
 IGNORE = -100
 # ordinary shapes first, then the edges: one row of one class, ragged widths, rows longer than one block
@@ -65,7 +68,8 @@ def reference(x, t, ignore_index=IGNORE):
 
 
 def _wrong(x, t, ignore_index):
-    """(loss, grad, message) for the mistakes the lab sees most; None where it coincides with the answer."""
+    """(loss, grad, message, diagnosis key) for the mistakes the lab sees most; None where it coincides with
+    the answer."""
     xd, valid, n, p, one_hot, rows = _parts(x, t, ignore_index)
     m = x.shape[0]
     loss, grad = rows.sum() / n, (p - one_hot) * valid[:, None] / n
@@ -73,23 +77,24 @@ def _wrong(x, t, ignore_index):
     return [
         (rows.sum() / m if some_ignored else None, grad * n / m if some_ignored else None,
          f"the mean divides by all {m} rows, the ignored ones included; it divides by the {int(n)} rows whose "
-         "target is not ignore_index (count them: (target != ignore_index).sum())."),
+         "target is not ignore_index (count them: (target != ignore_index).sum()).", "mean-all"),
         (None, grad * n,
          f"the gradient is {int(n)}× too large: it is softmax − one_hot without the 1/n of the mean. The loss "
-         "is the mean over the kept rows, so every row's gradient is divided by their number too."),
+         "is the mean over the kept rows, so every row's gradient is divided by their number too.", "no-mean"),
         (None, (p - one_hot) * valid[:, None],
          "the gradient is not divided by the number of kept rows: the loss is a mean, so d loss / d logits "
-         "carries its 1/n."),
+         "carries its 1/n.", "no-mean"),
         (None, (p - one_hot * valid[:, None]) / n if some_ignored else None,
          "the ignored rows have a gradient (their softmax / n); a row whose target is ignore_index adds "
-         "nothing to the loss, so its gradient is all zeros."),
+         "nothing to the loss, so its gradient is all zeros.", "ignored-rows"),
         (None, p * valid[:, None] / n,
          "the gradient is the softmax alone: subtract 1 at the target's column (d loss / d x_j = p_j − "
-         "[j = target])."),
+         "[j = target]).", "no-one-hot"),
         (None, (one_hot - p) * valid[:, None] / n, "the gradient has the wrong sign: it is p − one_hot, "
-                                                   "not one_hot − p."),
-        (rows.sum(), None, "the loss is the sum over the kept rows, not their mean."),
-        (-rows.sum() / n, None, "the loss has the wrong sign: it is log Σ exp(x) − x[target], which is ≥ 0."),
+                                                   "not one_hot − p.", "sign"),
+        (rows.sum(), None, "the loss is the sum over the kept rows, not their mean.", "no-mean"),
+        (-rows.sum() / n, None, "the loss has the wrong sign: it is log Σ exp(x) − x[target], which is ≥ 0.",
+         "sign"),
     ]
 
 
@@ -115,7 +120,7 @@ def _call(card, fn, *args, name):
         return card.call(fn, *args, name=name)
     except CheckFailed as e:
         if "out-of-bounds" in str(e).lower():
-            raise CheckFailed(f"{e}\n{TARGET_HINT}") from None
+            raise CheckFailed(f"{e}\n{TARGET_HINT}", e.diagnosis) from None
         raise
 
 
@@ -127,13 +132,27 @@ def _check_case(card, fn, name, x, t, ignore_index, *, pass_ignore=True, overflo
     tol = dict(atol=1e-5, rtol=1e-5) if x.dtype == torch.float32 else dict(atol=1e-4, rtol=1e-3)
     hint = OVERFLOW if overflow else ""
     loss32 = loss.reshape(()).to(torch.float32) if loss.dtype.is_floating_point else loss.reshape(())
-    compare(loss32, ref_loss.to(torch.float32), name=f"{name}, the loss", overflow_hint=hint, tol=tol,
-            wrong_answers=[(w.to(torch.float32), msg) for w, _, msg in wrong if w is not None])
+    with _overflow_is("no-max" if overflow else None):
+        compare(loss32, ref_loss.to(torch.float32), name=f"{name}, the loss", overflow_hint=hint, tol=tol,
+                wrong_answers=[(w.to(torch.float32), msg, key) for w, _, msg, key in wrong if w is not None])
     # the gradient's entries are about 1/(n·V): judge them against the largest one, 1/n
     scale = float(ref_grad.abs().max()) or 1.0
     gtol = dict(atol=1e-6 * scale, rtol=1e-5) if x.dtype == torch.float32 else dict(atol=2e-3 * scale, rtol=2e-3)
-    compare(grad, ref_grad.to(x.dtype), name=f"{name}, the gradient", like=x, overflow_hint=hint, tol=gtol,
-            wrong_answers=[(g.to(x.dtype), msg) for _, g, msg in wrong if g is not None])
+    with _overflow_is("no-max" if overflow else None):
+        compare(grad, ref_grad.to(x.dtype), name=f"{name}, the gradient", like=x, overflow_hint=hint, tol=gtol,
+                wrong_answers=[(g.to(x.dtype), msg, key) for _, g, msg, key in wrong if g is not None])
+
+
+@contextmanager
+def _overflow_is(key):
+    """Within the overflow cases, NaN or inf where the answer is finite gets the diagnosis `key`."""
+    try:
+        yield
+    except CheckFailed as e:
+        if key and e.diagnosis == "nonfinite":
+            raise CheckFailed(str(e), key) from None
+        raise
+
 
 
 def eager(logits, target, ignore_index=IGNORE):
@@ -147,7 +166,8 @@ def eager(logits, target, ignore_index=IGNORE):
 def cross_entropy(fn, *, perf_shape=PERF_SHAPE):
     """Grade fn(logits, target, ignore_index=-100) -> (mean loss, d loss / d logits)."""
     name = getattr(fn, "__name__", "cross_entropy")
-    card = Scorecard("Lab 3 · fused cross-entropy", note="loss and gradient in one pass over the logits")
+    card = Scorecard("Lab 3 · fused cross-entropy", note="loss and gradient in one pass over the logits",
+                     hints=EXERCISE)
     gen = torch.Generator().manual_seed(torch.randint(0, 2**31, ()).item())
     shapes = _SHAPES + [pick(gpu=(64, 32000 + 5), cpu=(2, 2049))]
     if ON_GPU and not INTERPRET:
@@ -163,7 +183,7 @@ def cross_entropy(fn, *, perf_shape=PERF_SHAPE):
     for dtype in (torch.float32, torch.float16):
         dname = {torch.float32: "fp32", torch.float16: "fp16"}[dtype]
         with card.criterion(f"{dname}: loss and gradient match PyTorch, a quarter of the rows ignored",
-                            target="rtol 1e-5" if dtype == torch.float32 else "rtol 2e-3") as row:
+                            target="rtol 1e-5" if dtype == torch.float32 else "rtol 2e-3"):
             for m, v in shapes:
                 _check_case(card, fn, name, *_inputs(m, v, dtype, gen=gen), IGNORE)
             card.measured(f"{len(shapes)} shapes, {shapes[0][0]}×{shapes[0][1]} to "
@@ -181,7 +201,7 @@ def cross_entropy(fn, *, perf_shape=PERF_SHAPE):
         except CheckFailed as e:
             raise CheckFailed(f"{e}\nEvery earlier case used ignore_index = −100; this one passes −1. Is "
                               "ignore_index taken from the argument, in the count of kept rows and in the "
-                              "kernel, rather than written as −100?") from None
+                              "kernel, rather than written as −100?", "ignore-index") from None
         x, t = _inputs(5, 200, torch.float16, gen=gen)
         t[1:] = IGNORE
         _check_case(card, fn, name, x, t, IGNORE)
@@ -204,10 +224,11 @@ def _budget(card, fn, name):
             x, t = _inputs(m, v, dtype)
             tr = trips.count(run, fn, x, t, IGNORE, name=name, poison=False)
             card.measured(f"{tr.launches} launches, {_bytes(tr.bytes)}")
-            problems = []
+            problems, keys = [], []
             if tr.bytes_written < s * m * v:
                 problems.append(f"wrote {_bytes(tr.bytes_written)}; the gradient alone is {_bytes(s * m * v)}: is it "
                                 "stored, for every logit?")
+                keys.append("unwritten")
             if tr.bytes > budget * 1.05:
                 extra = tr.bytes - 2 * s * m * v
                 problems.append(
@@ -216,15 +237,18 @@ def _budget(card, fn, name):
                     + ("an M×V intermediate goes to memory (the probabilities, or exp(x − m)?) and is read back. "
                        "Keep them in registers: recompute exp(x − lse) in the walk that writes the gradient."
                        if extra >= m * v else "something is read or written more than once."))
+                keys.append("bytes")
             if not any(k.kind == "triton" for k in tr.kernels):
                 names = ", ".join(k.name for k in tr.kernels[:4])
                 problems.append(f"no Triton kernel ran: the numbers come from PyTorch ({names}, …). The lab asks for "
                                 "your own fused kernel.")
+                keys.insert(0, "pytorch")
             elif tr.launches > 6:
                 problems.append(f"{tr.launches} launches where a handful do (count the kept rows, zero the loss, one "
                                 "kernel): the loss and the gradient come from one kernel.")
+                keys.append("launches")
             if problems:
-                fail("\n".join(problems) + f"\n{tr.table(max_rows=8)}")
+                fail("\n".join(problems) + f"\n{tr.table(max_rows=8)}", keys[0])
 
 
 def _performance(card, fn, shape):

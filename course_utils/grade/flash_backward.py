@@ -9,7 +9,6 @@ the same float64 pieces (P, dP, the row sums Δ = rowsum(dO·O)) with one mistak
 from __future__ import annotations
 
 import math
-
 import torch
 import torch.nn.functional as F
 
@@ -19,6 +18,7 @@ from ..environment import DEVICE, INTERPRET, ON_GPU, pick
 from ._card import Scorecard, _bytes
 
 __all__ = ["flash_backward"]
+EXERCISE = "lab4.flash_backward"     # the name of the lab's hints: a failed row names the one that helps
 
 # (B, H, N, D): ordinary shapes first, then ragged N, then one query. A GPU adds N = 300 at D = 64 and 128:
 # there the 64-row tiles a GPU kernel uses need several blocks too (dK, dV accumulated across them)
@@ -80,34 +80,37 @@ def _last_block_only(q, k, v, do, causal, block):
 
 
 def _wrong(q, k, v, do, causal):
-    """((dq, dk, dv), message) for the mistakes the lab sees most; an entry None where it is not wrong."""
+    """((dq, dk, dv), message, diagnosis key) for the mistakes the lab sees most; an entry None where it is
+    not wrong."""
     qd, kd, dod, p, dp, delta, keep, scale, o = _pieces(q, k, v, do, causal)
     dq, dk, dv = _grads(qd, kd, dod, p, p * (dp - delta), scale)
     out = [
         (_grads(qd, kd, dod, p, p * dp, scale)[:2] + (None,),
          "dS is P·dP: the term − Δ, Δ = rowsum(dO·O), is missing. Softmax's backward subtracts from each "
-         "row of dP its P-weighted mean before multiplying by P: dS = P·(dP − Δ), Δ computed once per row."),
+         "row of dP its P-weighted mean before multiplying by P: dS = P·(dP − Δ), Δ computed once per row.",
+         "no-delta"),
         (_grads(qd, kd, dod, p, (dp - delta).masked_fill(~keep, 0.0), scale)[:2] + (None,),
-         "dS is dP − Δ without the factor P: softmax's backward is dS = P·(dP − Δ), elementwise."),
+         "dS is dP − Δ without the factor P: softmax's backward is dS = P·(dP − Δ), elementwise.", "no-p"),
         ((dq / scale, None, None), f"dQ is √D = {1 / scale:.3g}× too large: the scale is missing. S = scale·QKᵀ, "
-                                    "so dQ = scale·dS·K."),
+                                    "so dQ = scale·dS·K.", "scale"),
         ((None, dk / scale, None), f"dK is √D = {1 / scale:.3g}× too large: the scale is missing. S = scale·QKᵀ, "
-                                    "so dK = scale·dSᵀ·Q (and dQ = scale·dS·K: check that one too)."),
-        ((None, dv, dk), "dK and dV are swapped: return (dq, dk, dv) in the order of (q, k, v)."),
-        ((None, None, p @ dod), "dV is P·dO; it is Pᵀ·dO (each key collects from the queries that looked at it)."),
+                                    "so dK = scale·dSᵀ·Q (and dQ = scale·dS·K: check that one too).", "scale"),
+        ((None, dv, dk), "dK and dV are swapped: return (dq, dk, dv) in the order of (q, k, v).", "swapped"),
+        ((None, None, p @ dod), "dV is P·dO; it is Pᵀ·dO (each key collects from the queries that looked at it).",
+         "dv-not-transposed"),
     ]
     if causal:
         qd2, kd2, dod2, p2, dp2, delta2, _, _, _ = _pieces(q, k, v, do, causal, mask_in_backward=False)
         out.append((_grads(qd2, kd2, dod2, p2, p2 * (dp2 - delta2), scale),
                     "the backward has no causal mask: P recomputed as exp(scale·QKᵀ − lse) is nonzero above the "
                     "diagonal, where the forward gave 0. Mask P (and so dS) with key ≤ query, as the forward "
-                    "did, or skip those blocks."))
+                    "did, or skip those blocks.", "causal-bwd"))
     for block in (16, 32, 64, 128):
         last = _last_block_only(q, k, v, do, causal, block)
         if last is not None:
             out.append((last, f"dK and dV hold the contribution of the last block of {block} query rows alone: they "
                               "are assigned in the loop over query blocks instead of accumulated (dk += ..., "
-                              "stored after the loop)."))
+                              "stored after the loop).", "not-accumulated"))
     return out
 
 
@@ -157,18 +160,20 @@ def _check_case(card, fn, name, shape, dtype, causal, gen):
         compare(o, ro.to(dtype), name=f"{what}, the forward's o", like=q, tol=_tol(dtype, ro))
     except CheckFailed as e:
         raise CheckFailed(f"{e}\nThe forward is the lab's, given: did an edit of the forward kernel or of "
-                          "FlashAttention.forward break it?") from None
+                          "FlashAttention.forward break it?", e.diagnosis) from None
     wrong = _wrong(q, k, v, do, causal)
     for i, (got, ref, label) in sorted(enumerate([(dq, rdq, "dQ"), (dk, rdk, "dK"), (dv, rdv, "dV")]),
                                        key=lambda e: -e[0]):   # dV first: it needs P alone
         compare(got, ref.to(dtype), name=f"{what}, {label}", like=q, tol=_tol(dtype, ref),
-                wrong_answers=[(w[i].to(dtype), msg) for w, msg in wrong if w[i] is not None])
+                wrong_answers=[(w[i].to(dtype), msg, key) for w, msg, key in wrong if w[i] is not None])
+
 
 
 def flash_backward(fn):
     """Grade fn(q, k, v, causal) -> o, a torch.autograd.Function whose backward is the lab's exercise."""
     name = getattr(fn, "__name__", "attention")
-    card = Scorecard("Lab 4 · FlashAttention backward", note="dQ, dK, dV from the saved log-sum-exp")
+    card = Scorecard("Lab 4 · FlashAttention backward", note="dQ, dK, dV from the saved log-sum-exp",
+                     hints=EXERCISE)
     gen = torch.Generator().manual_seed(torch.randint(0, 2**31, ()).item())
     if ON_GPU and not INTERPRET:
         # an access outside a tensor on a GPU breaks the CUDA context for good: replay forward and backward
@@ -186,7 +191,8 @@ def flash_backward(fn):
             for shape in _SHAPES:
                 _check_case(card, fn, name, shape, torch.float16, causal, gen)
             card.measured(f"{len(_SHAPES)} shapes, N = {', '.join(str(s[2]) for s in _SHAPES)}")
-    with card.criterion("fp32, causal and not", target="rtol 1e-4" if INTERPRET or not ON_GPU else "rtol 5e-3 (tf32)"):
+    with card.criterion("fp32, causal and not",
+                        target="rtol 1e-4" if INTERPRET or not ON_GPU else "rtol 5e-3 (tf32)"):
         for causal in (False, True):
             _check_case(card, fn, name, (1, 2, 40, 16), torch.float32, causal, gen)
         card.measured("2 cases, N = 40")
@@ -210,21 +216,25 @@ def _budget(card, fn, name):
         o = card.call(fn, qq, kk, vv, False, name=name)
         tr = trips.count(lambda: torch.autograd.grad(o, (qq, kk, vv), do))
         card.measured(f"{tr.launches} launches, {_bytes(tr.bytes)}")
-        problems = []
+        problems, keys = [], []
         if tr.bytes_written < 3 * t_el * s:
             problems.append(f"the backward wrote {_bytes(tr.bytes_written)}; dQ, dK and dV alone are "
                             f"{_bytes(3 * t_el * s)}: do the kernels store all three (are they written yet)?")
+            keys.append("unwritten")
         if tr.bytes > budget * 1.05:
             problems.append(f"the backward moved {_bytes(tr.bytes)}; the budget is {_bytes(budget)}. An N×N matrix "
                             f"per head (P or dS, {_bytes(4 * n * n * b * h)} in fp32 here) seems to go to memory: "
                             "recompute P from Q, K and the saved lse inside the kernel, block by block.")
+            keys.append("bytes")
         if not any(kk_.kind == "triton" for kk_ in tr.kernels):
             problems.append(f"no Triton kernel ran in the backward: the gradients come from PyTorch "
                             f"({', '.join(x.name for x in tr.kernels[:4])}, …). The lab asks for your own kernels.")
+            keys.insert(0, "pytorch")
         elif tr.launches > 4:
             problems.append(f"the backward made {tr.launches} launches where 3 do (Δ, then dK and dV, then dQ).")
+            keys.append("launches")
         if problems:
-            fail("\n".join(problems) + f"\n{tr.table(max_rows=8)}")
+            fail("\n".join(problems) + f"\n{tr.table(max_rows=8)}", keys[0])
 
 
 def _performance(card, fn):

@@ -3,7 +3,6 @@ torch.autograd.Function: h = x + residual, y = h · rstd · weight with rstd = 1
 from __future__ import annotations
 
 import math
-
 import torch
 from torch.autograd.gradcheck import GradcheckError
 
@@ -13,6 +12,8 @@ from ..environment import DEVICE, INTERPRET, ON_GPU, pick
 from ._card import Scorecard
 
 __all__ = ["add_rmsnorm"]
+
+EXERCISE = "lab2.add_rmsnorm"       # the name of the lab's hints: a failed row names the one that helps
 
 EPS = 1e-6
 # The performance targets, and where they come from. Forward and backward each have a byte budget of
@@ -63,19 +64,20 @@ def _forward_case(fn, card, m, n, dtype, name, small=False):
     xd, rd, wd = x.double(), r.double(), w.double()
     hd = xd + rd
     compare(h, hd.to(dtype), name=f"{name}, second output h", like=x, wrong_answers=[
-        (x, "h equals x: return the updated residual stream h = x + residual."),
-        (r, "h equals residual: h is x + residual."),
-        (y, "h equals y: the second output is h = x + residual, before the normalisation.")])
+        (x, "h equals x: return the updated residual stream h = x + residual.", "h-wrong"),
+        (r, "h equals residual: h is x + residual.", "h-wrong"),
+        (y, "h equals y: the second output is h = x + residual, before the normalisation.", "h-wrong")])
     tol = dict(atol=1e-4, rtol=1e-4) if dtype == torch.float32 else dict(atol=1e-2, rtol=1e-2)
-    wrong = [(_rms(xd, wd), "y is the RMS-normalised x: normalise h = x + residual."),
+    wrong = [(_rms(xd, wd), "y is the RMS-normalised x: normalise h = x + residual.", "not-added"),
              (_rms(hd, wd, centred=True), "the mean is subtracted first: that is LayerNorm without its bias; "
-                                          "RMSNorm divides h itself by sqrt(mean(h²) + eps)."),
+                                          "RMSNorm divides h itself by sqrt(mean(h²) + eps).", "centred"),
              (_rms(hd, wd, eps_outside=True), "eps is added after the square root; it belongs inside: "
-                                              "1 / sqrt(mean(h²) + eps)."),
-             (_rms(hd, wd, no_mean=True) if n > 1 else None, "the sum of squares is never divided by N."),
-             (_rms(hd, None), "weight is never applied: y = h · rstd · weight.")]
+                                              "1 / sqrt(mean(h²) + eps).", "eps-outside"),
+             (_rms(hd, wd, no_mean=True) if n > 1 else None, "the sum of squares is never divided by N.",
+              "sum-of-squares"),
+             (_rms(hd, None), "weight is never applied: y = h · rstd · weight.", "no-weight")]
     compare(y, _rms(hd, wd).to(dtype), name=f"{name}, first output y", like=x, tol=tol,
-            wrong_answers=[(a.to(dtype), msg) for a, msg in wrong if a is not None])
+            wrong_answers=[(a.to(dtype), msg, key) for a, msg, key in wrong if a is not None])
 
 
 # --- backward ----------------------------------------------------------------------------------------
@@ -92,18 +94,19 @@ def _reference_grads(hd, wd, gy, gh):
     wrong_dx = [
         (rstd * (g - nrm * proj) if gh is not None else None,
          "dx misses the gradient that arrives through h: h is an output too (the next block adds to it), so "
-         "its gradient dh adds to dx: dx = rstd · (dy·w − n · mean(dy·w·n)) + dh."),
+         "its gradient dh adds to dx: dx = rstd · (dy·w − n · mean(dy·w·n)) + dh.", "no-dh"),
         (rstd * g + dh, "dx = rstd · dy · w (+ dh): rstd is treated as a constant, but it depends on every "
-                        "element of the row; the term − n · mean(dy·w·n) is missing."),
+                        "element of the row; the term − n · mean(dy·w·n) is missing.", "rstd-const"),
         (rstd * (g - nrm * proj * n_cols) + dh if n_cols > 1 else None,
-         "the projection uses the sum Σ(dy·w·n) where the mean belongs: divide by N."),
+         "the projection uses the sum Σ(dy·w·n) where the mean belongs: divide by N.", "proj-sum"),
     ]
-    wrong_dx = [(a, m) for a, m in wrong_dx if a is not None]
-    wrong_dw = [((gy * hd).sum(0), "dweight = Σ dy · h: the rows must be normalised first, Σ dy · h · rstd."),
+    wrong_dx = [w for w in wrong_dx if w[0] is not None]
+    wrong_dw = [((gy * hd).sum(0), "dweight = Σ dy · h: the rows must be normalised first, Σ dy · h · rstd.",
+                 "dw-of-h"),
                 ((gy * nrm).sum(0) / hd.shape[0] if hd.shape[0] > 1 else None,
-                 "dweight is the mean over rows of dy · n; it is the sum: weight is shared by every row.")]
+                 "dweight is the mean over rows of dy · n; it is the sum: weight is shared by every row.", "dw-mean")]
     prefix = (gy * nrm).cumsum(0)
-    return dx, dw, wrong_dx, [(a, m) for a, m in wrong_dw if a is not None], prefix
+    return dx, dw, wrong_dx, [w for w in wrong_dw if w[0] is not None], prefix
 
 
 def _grads(fn, card, x, r, w, gy, gh, name):
@@ -113,7 +116,7 @@ def _grads(fn, card, x, r, w, gy, gh, name):
         y, h = _split(fn(x, r, w), name)
         if not (isinstance(y, torch.Tensor) and y.requires_grad):
             fail(f"`{name}`'s y does not require grad: autograd cannot see the kernel. Call it from the forward "
-                 "of a torch.autograd.Function and return AddRMSNorm.apply(x, residual, weight, eps).")
+                 "of a torch.autograd.Function and return AddRMSNorm.apply(x, residual, weight, eps).", "detached")
         outs, grads = ((y, h), (gy, gh)) if gh is not None else ((y,), (gy,))
         return torch.autograd.grad(outs, (x, r, w), grads, allow_unused=True)
     backward_of.__name__ = name
@@ -121,7 +124,7 @@ def _grads(fn, card, x, r, w, gy, gh, name):
     for got, what in ((dx, "x"), (dr, "residual"), (dw, "weight")):
         if got is None:
             fail(f"`{name}`: no gradient for {what}: the backward returned None in its place. Return "
-                 "(dx, dx, dweight, None): x and residual get the same gradient, since h = x + residual.")
+                 "(dx, dx, dweight, None): x and residual get the same gradient, since h = x + residual.", "none-grad")
     return x, dx, dr, dw
 
 
@@ -136,20 +139,21 @@ def _backward_case(fn, card, m, n, dtype, name, with_dh=True):
     tol = dict(atol=1e-4, rtol=1e-4) if dtype == torch.float32 else dict(atol=1e-2, rtol=1e-2)
     where = f"{name}, {str(dtype)[6:]} {m}x{n}" + ("" if with_dh else ", only y used")
     compare(dx, ref_dx.to(dtype), name=f"{where}: dx", like=x, tol=tol,
-            wrong_answers=[(a.to(dtype), msg) for a, msg in wrong_dx])
+            wrong_answers=[(a.to(dtype), msg, key) for a, msg, key in wrong_dx])
     compare(dr, ref_dx.to(dtype), name=f"{where}: dresidual", like=x, tol=tol, wrong_answers=[
-        (torch.zeros_like(dr), "dresidual is 0: h = x + residual, so residual gets the same gradient as x.")])
+        (torch.zeros_like(dr), "dresidual is 0: h = x + residual, so residual gets the same gradient as x.",
+         "no-dresidual")])
     dw_tol = {k: v * max(1.0, math.sqrt(m)) for k, v in tol.items()}    # a sum over m rows
     try:
         compare(dw, ref_dw.to(dtype), name=f"{where}: dweight", like=w, tol=dw_tol,
-                wrong_answers=[(a.to(dtype), msg) for a, msg in wrong_dw])
+                wrong_answers=[(a.to(dtype), msg, key) for a, msg, key in wrong_dw])
     except CheckFailed as e:
         k = next((k for k in range(m - 1) if bool(torch.isclose(dw.double(), prefix[k], **dw_tol).all())), None)
         if k is None:
             raise
         raise CheckFailed(f"`{where}: dweight` is Σ dy · n over the first {k + 1} of {m} rows only: the partial "
                           "sums of the other programs are never added (is the second launch's loop over every "
-                          "partial row?).") from None
+                          "partial row?).", "dw-partial") from None
 
 
 def _gradcheck(fn, name):
@@ -163,7 +167,8 @@ def _gradcheck(fn, name):
     except GradcheckError as e:
         first = str(e).strip().splitlines()[0]
         fail(f"`{name}`: torch.autograd.gradcheck in float64 says the backward is not the derivative of the "
-             f"forward ({first}). Compare your dx and dweight with the formulas in the lab.")
+             f"forward ({first}). Compare your dx and dweight with the formulas in the lab.", "gradcheck")
+
 
 
 # --- the grader --------------------------------------------------------------------------------------
@@ -172,7 +177,7 @@ def add_rmsnorm(fn, *, performance: bool = True):
     backward Triton kernels wrapped in a torch.autograd.Function, fp32 and fp16.
     performance=False leaves the GPU timing out (the course's tests time nothing)."""
     name = getattr(fn, "__name__", "add_rmsnorm")
-    card = Scorecard("Lab 2 · fused add + RMSNorm, forward and backward", performance=performance)
+    card = Scorecard("Lab 2 · fused add + RMSNorm, forward and backward", performance=performance, hints=EXERCISE)
     big = pick(gpu=(1000, 8192 + 3), cpu=(3, 300))
     for dtype, tol in ((torch.float32, "atol = rtol = 1e-4"), (torch.float16, "atol = rtol = 1e-2")):
         with card.criterion(f"forward, {str(dtype)[6:]}: y and h match PyTorch", target=tol):
@@ -205,7 +210,7 @@ def add_rmsnorm(fn, *, performance: bool = True):
         x, r, w = _inputs(m, n, torch.float16, requires_grad=True)
         y, h = _split(card.call(fn, x, r, w, name=name), name)
         if not (isinstance(y, torch.Tensor) and y.requires_grad):
-            fail(f"`{name}`'s y does not require grad: autograd cannot see the kernel.")
+            fail(f"`{name}`'s y does not require grad: autograd cannot see the kernel.", "detached")
         gy, gh = torch.randn_like(y), torch.randn_like(h)
 
         def backward():
@@ -217,7 +222,7 @@ def add_rmsnorm(fn, *, performance: bool = True):
         card.measured(f"{t.launches} launch{'es' if t.launches > 1 else ''}, {t.bytes:,} B")
         biggest = max(t.kernels, key=lambda k: k.bytes)
         if biggest.kind != "triton":
-            fail(f"the backward's main work ({biggest.name}) is PyTorch's, not a Triton kernel of yours.")
+            fail(f"the backward's main work ({biggest.name}) is PyTorch's, not a Triton kernel of yours.", "pytorch")
     card.performance(f"forward, fp16, {PERF_SHAPE[0]:,}x{PERF_SHAPE[1]:,}: share of the copy ceiling",
                      lambda: _percent_of_copy(fn, backward=False), target=TARGET_FWD_OF_COPY,
                      unit=" %", diagnosis=_SLOW)

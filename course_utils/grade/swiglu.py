@@ -10,6 +10,8 @@ from ._card import Scorecard
 
 __all__ = ["swiglu"]
 
+EXERCISE = "lab1.swiglu"        # the name of the lab's hints: a failed row names the one that helps
+
 # The performance target, and where it comes from. The kernel's least traffic is its byte budget: read
 # gate and up once, write the output once, 3·s bytes per element. At 256 MiB per tensor that is far past
 # any cache, so the best it can do is move those bytes at the copy ceiling that bench.ceilings() measures
@@ -33,18 +35,20 @@ def _inputs(shape, dtype, scale=1.0):
 
 
 def _wrong_answers(gd, ud, dtype):
-    """Realistic mistakes, computed in float64 and rounded like the answer."""
+    """Realistic mistakes, computed in float64 and rounded like the answer, with their diagnosis keys."""
     alts = [
-        (_silu(ud) * gd, "silu is applied to up and gate multiplies it: swiglu(gate, up) = silu(gate) · up."),
+        (_silu(ud) * gd, "silu is applied to up and gate multiplies it: swiglu(gate, up) = silu(gate) · up.",
+         "swapped"),
         (torch.sigmoid(gd) * ud, "the result is sigmoid(gate) · up: silu(g) is g · sigmoid(g), so gate is missing "
-                                 "as a factor."),
-        (_silu(gd), "the result is silu(gate): the multiplication by up is missing."),
-        (gd * ud, "the result is gate · up: the activation is missing."),
+                                 "as a factor.", "no-gate-factor"),
+        (_silu(gd), "the result is silu(gate): the multiplication by up is missing.", "no-up"),
+        (gd * ud, "the result is gate · up: the activation is missing.", "no-activation"),
         (torch.nn.functional.gelu(gd) * ud, "the result is gelu(gate) · up: that is GEGLU; SwiGLU uses silu "
-                                            "(g · sigmoid(g))."),
-        (_silu(gd) + ud, "the result is silu(gate) + up: the two are multiplied."),
+                                            "(g · sigmoid(g)).", "gelu"),
+        (_silu(gd) + ud, "the result is silu(gate) + up: the two are multiplied.", "sum"),
     ]
-    return [(a.to(dtype), msg) for a, msg in alts]
+    return [(a.to(dtype), msg, key) for a, msg, key in alts]
+
 
 
 def _match(fn, card, shape, dtype, scale=1.0, name="swiglu"):
@@ -68,7 +72,7 @@ def swiglu(fn, *, performance: bool = True):
     """fn(gate, up) -> silu(gate) * up, a new tensor of the same shape and dtype, computed by one Triton
     kernel that reads each input once and writes the output once; fp32 and fp16, any size.
     performance=False leaves the GPU timing out (the course's tests time nothing)."""
-    card = Scorecard("Lab 1 · fused SwiGLU", performance=performance)
+    card = Scorecard("Lab 1 · fused SwiGLU", performance=performance, hints=EXERCISE)
     big = pick(gpu=(4096, 11008), cpu=(8, 352))       # 11,008: the MLP width of a 7B Llama
     for dtype, tol in ((torch.float32, "atol = rtol = 1e-5"), (torch.float16, "atol = rtol = 2e-3")):
         with card.criterion(f"{str(dtype)[6:]}, ordinary shapes: matches PyTorch", target=tol):
