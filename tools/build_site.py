@@ -147,7 +147,7 @@ def page_notebook(src: Path, run_path: Path | None, pin, standin: bool = False) 
                 cell.execution_count = ran.get("execution_count")
             if "spoiler" in tags:
                 tags.append("remove-input")              # its code gives the exercise away; its output not
-                cell.source = ""
+                cell.source = "# this cell's code gives an exercise away: the page shows its output alone"
             cell.metadata.pop("jupyter", None)
             cell.metadata.pop("cellView", None)
         cells.append(cell)
