@@ -22,3 +22,5 @@ html_theme_options = {
     "use_download_button": False,
     "show_toc_level": 2,
 }
+html_static_path = ["_static"]
+html_css_files = ["course.css"]
