@@ -1,7 +1,7 @@
 """The course as an nbgrader course (tools/nbgrader_course.py), run through nbgrader itself:
 
-* `nbgrader generate_assignment` releases the course's student notebook: lab 1 as tools/generate.py
-  writes it, its grader call turned into an autograded test cell; lesson 00 ungraded, as it is;
+* `nbgrader generate_assignment` releases the course's student notebooks: every lab and lesson as
+  tools/generate.py writes it, a lab's grader call turned into an autograded test cell;
 * a right and a wrong answer to lab 1, submitted and put through `nbgrader autograde`, score the points
   that the scorecard `course_utils.grade` prints for the same kernels, graded here directly.
 """
@@ -69,18 +69,39 @@ def test_every_lab_has_its_solution_cells_and_a_test_cell_worth_its_card(course)
             assert not tests, f"{src.stem}: a lesson stays ungraded"
 
 
-def test_generate_assignment_releases_the_courses_student_notebooks(course):
-    nbgrader(course, "generate_assignment", LAB)
-    nbgrader(course, "generate_assignment", "00_setup")
-    lab = nbformat.read(course / "release" / LAB / f"{LAB}.ipynb", as_version=4)
-    want = student_version(ROOT / "solutions" / "labs" / f"{LAB}.ipynb", "labs")
-    tests = [c for c in lab.cells if c.metadata.get("nbgrader", {}).get("grade")]
-    assert len(tests) == 1 and "grade.swiglu(swiglu)" in tests[0].source
-    assert [(i, s) for i, s in code_cells(lab) if i != tests[0].id] == \
-           [(i, s) for i, s in code_cells(want) if i != tests[0].id]
-    assert "### BEGIN SOLUTION" not in nbformat.writes(lab)
-    lesson = nbformat.read(course / "release" / "00_setup" / "00_setup.ipynb", as_version=4)
-    assert code_cells(lesson) == code_cells(student_version(ROOT / "solutions" / "00_setup.ipynb", "notebooks"))
+@pytest.fixture(scope="module")
+def released(course, tmp_path_factory):
+    """Every assignment through `nbgrader generate_assignment`, in this process (nbgrader's API, with the
+    course's generated nbgrader_config.py): a second each, where the command takes five."""
+    from nbgrader.apps import NbGraderAPI
+    from nbgrader.coursedir import CourseDirectory
+    from traitlets.config.loader import PyFileConfigLoader
+
+    path = os.environ.get("PATH", "")
+    os.environ["PATH"] = str(Path(sys.executable).parent) + os.pathsep + path   # nbgrader runs `alembic`
+    try:
+        config = PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
+        api = NbGraderAPI(CourseDirectory(config=config), config=config)
+        for src, _ in nbc.assignments():
+            result = api.generate_assignment(src.stem, force=True)
+            assert result["success"], f"generate_assignment {src.stem}:\n{result.get('error', '')[-3000:]}"
+    finally:
+        os.environ["PATH"] = path
+    return course / "release"
+
+
+def test_generate_assignment_releases_the_courses_student_notebooks(released):
+    for src, lab in nbc.assignments():
+        nb = nbformat.read(released / src.stem / src.name, as_version=4)
+        want = student_version(src, "labs" if lab else "notebooks")
+        tests = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")]
+        checks = [c.id for c in want.cells if "check" in c.metadata.get("tags", [])] if lab else []
+        assert len(tests) == len(checks) and [c.id for c in tests] == checks, src.stem
+        assert all(f"{c.source.strip()}.card" in t.source for c, t in zip(
+            [c for c in want.cells if c.id in checks], tests)), f"{src.stem}: the test cell does not call its grader"
+        assert [(i, s) for i, s in code_cells(nb) if i not in checks] == \
+               [(i, s) for i, s in code_cells(want) if i not in checks], f"{src.stem}: not the course's student notebook"
+        assert "### BEGIN SOLUTION" not in nbformat.writes(nb), src.stem
 
 
 def answer(released, source, old: str = RIGHT, new: str = RIGHT):
@@ -112,10 +133,8 @@ def scorecard(nb, tmp_path: Path, name: str):
         return failed.card
 
 
-def test_autograde_scores_what_the_scorecard_says(course, tmp_path):
-    if not (course / "release" / LAB).exists():
-        nbgrader(course, "generate_assignment", LAB)
-    released = nbformat.read(course / "release" / LAB / f"{LAB}.ipynb", as_version=4)
+def test_autograde_scores_what_the_scorecard_says(course, released, tmp_path):
+    released = nbformat.read(released / LAB / f"{LAB}.ipynb", as_version=4)
     source = nbformat.read(course / "source" / LAB / f"{LAB}.ipynb", as_version=4)
     answers = {"right": answer(released, source), "wrong": answer(released, source, RIGHT, WRONG)}
     for student, nb in answers.items():
