@@ -155,6 +155,22 @@ def test_every_lesson_and_lab_is_a_page_linked_from_the_index(built):
         assert f'href="{page}.html"' in index, f"the index does not link to {page}"
 
 
+def test_a_page_says_when_its_lesson_changed_after_the_run(tmp_path):
+    src = ROOT / "solutions" / "00_setup.ipynb"
+    run_path = site.pick_run(src)
+    if run_path is None:
+        pytest.skip("no committed run of lesson 00")
+    as_run = site.page_notebook(src, run_path, gen.release())
+    older = nbformat.read(run_path, as_version=4)
+    cell = next(c for c in older.cells if c.cell_type == "code" and c.get("id") not in gen.COLAB_IDS)
+    cell.source += "\nprint('a line the lesson has since lost')"
+    nbformat.write(older, tmp_path / "00_setup.ipynb")
+    changed = site.page_notebook(src, tmp_path / "00_setup.ipynb", gen.release())
+    note = "The lesson has changed since this run"
+    assert note in changed.cells[1].source and "a line the lesson has since lost" in nbformat.writes(changed)
+    assert note not in as_run.cells[1].source, "the committed run of lesson 00 is not of its current version"
+
+
 def test_each_page_names_the_run_it_shows(built):
     shown = {page for _, page, _ in runs()}
     for src, page in PAGES:

@@ -103,9 +103,12 @@ def run_line(run: dict) -> str:
             f"{run.get('status', '?')} in {run.get('wall_s', '?')} s.")
 
 
-def run_cell(run: dict | None, standin: bool, colab: str) -> nbformat.NotebookNode:
+def run_cell(run: dict | None, standin: bool, colab: str, changed: bool = False) -> nbformat.NotebookNode:
     """The markdown cell under a page's title: where and when its outputs were made."""
     yourself = f"Run it yourself: `./course lab`, or [open it in Colab]({colab})."
+    if changed:
+        yourself = ("**The lesson has changed since this run**: this page shows the version that ran, and "
+                    "the current one may differ. " + yourself)
     if run is None:
         return nbformat.v4.new_markdown_cell(
             ":::{admonition} Not run yet\n:class: warning\n"
@@ -124,6 +127,11 @@ def run_cell(run: dict | None, standin: bool, colab: str) -> nbformat.NotebookNo
         f"of the solution. {yourself}\n:::")
 
 
+def code_of(nb) -> list[str]:
+    """What the student reads and runs: the code cells, Colab's aside."""
+    return [c.source for c in nb.cells if c.cell_type == "code" and c.get("id") not in gen.COLAB_IDS]
+
+
 def page_notebook(src: Path, run_path: Path | None, pin, standin: bool = False) -> nbformat.NotebookNode:
     """The student version of the executed notebook (or of the solution, with no run), with the run's
     outputs under each cell and the run's details at the top."""
@@ -132,6 +140,8 @@ def page_notebook(src: Path, run_path: Path | None, pin, standin: bool = False) 
     run = executed.metadata.get("gpu_run") if run_path else None
     student_path = f"{'labs' if src.parent.name == 'labs' else 'notebooks'}/{src.name}"
     student = gen.student_notebook(executed, name)
+    changed = bool(run_path) and src.exists() and \
+        code_of(student) != code_of(gen.student_notebook(nbformat.read(src, as_version=4), name))
     by_id = {c.get("id"): c for c in executed.cells}
     colab = f"https://colab.research.google.com/github/{pin.repo}/blob/{pin.ref}/{student_path}"
     cells, placed = [], False
@@ -152,10 +162,10 @@ def page_notebook(src: Path, run_path: Path | None, pin, standin: bool = False) 
             cell.metadata.pop("cellView", None)
         cells.append(cell)
         if not placed and cell.cell_type == "markdown" and cell.source.startswith("# "):
-            cells.append(run_cell(run, standin, colab))  # under the title
+            cells.append(run_cell(run, standin, colab, changed))  # under the title
             placed = True
     if not placed:
-        cells.insert(0, run_cell(run, standin, colab))
+        cells.insert(0, run_cell(run, standin, colab, changed))
     student.cells = cells
     student.metadata["gpu_run"] = run or {}
     return student
