@@ -13,7 +13,8 @@ as the student's call for hints (no hint text); a `spoiler` cell shows its outpu
 `solution-only` cells are left out. The outputs (numbers, tables, figures) are the run's, and each page
 opens with the run's date, GPU and versions. Where a notebook has runs on several machines, a GPU's run
 wins over a CPU's, then the latest. A CPU run (folder cpu/) is a stand-in, labelled as one on its page;
-a notebook with no run at all shows its code and says it has not run yet.
+a notebook with no run at all shows its code and says it has not run yet; a page whose lesson's code has
+changed since its run says so (it shows the version that ran, with that run's outputs).
 
 The builder is Sphinx with myst-nb (notebooks as pages, never executed here) and sphinx-book-theme;
 docs/site/ holds its configuration and front page. Publishing: build/site/ is a plain static folder, so
