@@ -14,7 +14,8 @@
 # Settings from the environment (all optional):
 #   COURSE_HUB_URL       where the hub listens (default http://:8000; put TLS in front of it)
 #   COURSE_HUB_STUDENTS  comma-separated user names allowed to log in
-#   COURSE_HUB_GROUP     a Unix group whose members may log in
+#   COURSE_HUB_GROUP     a Unix group whose members may log in (one of these two is needed: since
+#                        JupyterHub 5 no one may log in who is not allowed by name, group or admin)
 #   COURSE_HUB_ADMINS    comma-separated admin user names (the instructors)
 #   COURSE_HUB_GPUS      GPU indices to spread the students over, e.g. "0,1,2,3": each student gets one,
 #                        always the same (by a hash of the name); unset, every student sees every GPU
