@@ -31,6 +31,7 @@ import argparse
 import contextlib
 import io
 import os
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -148,6 +149,8 @@ def source_notebook(src: Path, lab: bool) -> nbformat.NotebookNode:
             cell.metadata["nbgrader"] = meta(cid, solution=True)
         elif lab and "check" in tags:
             call = cell.source.strip()
+            if not re.fullmatch(r"grade\.\w+\([\w., =]*\)", call):
+                raise SystemExit(f"{name}: the `check` cell of a lab is one call, grade.<lab>(fn); it is {call!r}")
             points = grader_rows(call)
             cell.source = TEST_CELL.format(call=call, points=points)
             cell.metadata["nbgrader"] = meta("scorecard", grade=True, locked=True, points=points)
