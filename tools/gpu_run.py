@@ -78,7 +78,7 @@ def resolve(names: list[str]) -> list[Path]:
     return found
 
 
-def student_path(solutions: list[Path]) -> list[Path]:
+def student_path(solutions: list[Path], folder: Path = ROOT / "build" / "student-path") -> list[Path]:
     """The student notebook of each solution with its stubs written, under build/student-path/ as
     ./course test makes them; run from there, their sections are named build/student-path/..."""
     import importlib.util
@@ -89,7 +89,7 @@ def student_path(solutions: list[Path]) -> list[Path]:
     students = dict(gen.targets())
     out = []
     for src in solutions:
-        path = ROOT / "build" / "student-path" / students[src].relative_to(ROOT)
+        path = folder / students[src].relative_to(ROOT)
         path.parent.mkdir(parents=True, exist_ok=True)
         nbformat.write(gen.filled_student_notebook(src), path)
         out.append(path)
