@@ -65,3 +65,21 @@ def test_merge_takes_the_executed_notebooks_from_the_zip_that_came_back(tmp_path
     assert nbformat.read(kept / "00_setup.ipynb", as_version=4).cells[0].outputs[0].text == "zero"
     assert nbformat.read(kept / "labs" / "lab1_swiglu.ipynb", as_version=4).metadata["gpu_run"]["source"] == \
         "solutions/labs/lab1_swiglu.ipynb"
+
+
+def test_a_student_path_run_is_never_kept_as_a_solution_artifact(tmp_path):
+    rel = "build/student-path/notebooks/00_setup.ipynb"
+    nb = gpu_run.artifact(executed("student"), rel, INFO, "ok", 1)
+    came_back = tmp_path / "00_setup.ipynb"
+    nbformat.write(nb, came_back)
+    results = tmp_path / "results"
+    gpu_run.merge([came_back], results)
+    assert not (results / "notebooks").exists() or not any((results / "notebooks").rglob("*.ipynb"))
+
+
+def test_the_student_path_is_the_filled_student_notebook(tmp_path):
+    [path] = gpu_run.student_path([ROOT / "solutions" / "00_setup.ipynb"], tmp_path)
+    assert path == tmp_path / "notebooks" / "00_setup.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    assert any("cu.hints.offer(" in c.source for c in nb.cells)          # the student's notebook...
+    assert not any("BEGIN SOLUTION" in c.source for c in nb.cells)      # ...with the stubs written

@@ -6,6 +6,8 @@ docs/gpu-results/<gpu>.md.
     python3 tools/gpu_run.py 03 solutions/05_x.ipynb  those named (a path, a file name, or its start)
     python3 tools/gpu_run.py --tests                 the test suite (pytest tests), then every notebook
     python3 tools/gpu_run.py --tests-only --select "tests/test_gpu.py"   a part of the test suite alone
+    python3 tools/gpu_run.py --student 04 05        the student's path: those student notebooks with
+                                                     their stubs written (as ./course test runs them)
     python3 tools/gpu_run.py --merge build/gpu/*/*.md   fold reports that came back from other calls into
                                                      docs/gpu-results/ (per section, the latest run wins)
     options: --out DIR (default $OUT, else build/gpu-run)  --timeout SECONDS per cell (300)  --fresh
@@ -76,6 +78,24 @@ def resolve(names: list[str]) -> list[Path]:
     return found
 
 
+def student_path(solutions: list[Path], folder: Path = ROOT / "build" / "student-path") -> list[Path]:
+    """The student notebook of each solution with its stubs written, under build/student-path/ as
+    ./course test makes them; run from there, their sections are named build/student-path/..."""
+    import importlib.util
+    import nbformat
+    spec = importlib.util.spec_from_file_location("course_generate", ROOT / "tools" / "generate.py")
+    gen = sys.modules.setdefault("course_generate", importlib.util.module_from_spec(spec))  # its dataclasses look it up
+    spec.loader.exec_module(gen)
+    students = dict(gen.targets())
+    out = []
+    for src in solutions:
+        path = folder / students[src].relative_to(ROOT)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        nbformat.write(gen.filled_student_notebook(src), path)
+        out.append(path)
+    return out
+
+
 def machine() -> dict:
     """The device and versions, read in a child process so that this one holds no CUDA context."""
     code = ("import json, platform, torch, triton\n"
@@ -136,6 +156,8 @@ def merge_artifact(path: Path, results: Path) -> Path | None:
     run = nb.metadata.get("gpu_run")
     if not run or "source" not in run:
         sys.exit(f"gpu_run: {path} has no gpu_run metadata: not an artifact of tools/gpu_run.py")
+    if not run["source"].startswith("solutions/"):
+        return None   # a --student run: the solutions' runs are the artifacts
     target = results / "notebooks" / slug(run.get("device", "unknown")) / artifact_name(run["source"])
     if target.exists():
         old = nbformat.read(target, as_version=4).metadata.get("gpu_run", {})
@@ -381,6 +403,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tests-only", action="store_true", help="run the test suite and no notebook")
     ap.add_argument("--select", default="tests", help="what pytest runs, e.g. \"tests -k 'not TestLive'\" "
                     "(default: tests); each selection is a section of its own")
+    ap.add_argument("--student", action="store_true",
+                    help="run the student notebooks of those solutions instead, stubs written with the solution's "
+                         "code (tools/generate.py --filled), as ./course test runs them on the CPU")
     ap.add_argument("--merge", nargs="+", type=Path, metavar="REPORT",
                     help="merge these reports (and executed notebooks, .ipynb) into --results instead of "
                          "running anything")
@@ -394,6 +419,8 @@ def main(argv: list[str] | None = None) -> int:
         sys.exit(f"gpu_run: {e}. Install the test extra, or carry the wheels of tools/gpu_wheels.sh.")
 
     paths = [] if args.tests_only else resolve(args.notebooks)
+    if args.student:
+        paths = student_path(paths)
     info = machine()
     info["date"] = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     name = slug(info.get("device", "unknown"))
@@ -423,7 +450,8 @@ def main(argv: list[str] | None = None) -> int:
             sections[rel] = (status, f"{seconds:.1f}", info["date"], section(rel, nb, status, seconds, info["date"]))
             kept = artifact(nb, rel, info, status, seconds)
             zf.writestr(rel, nbformat.writes(kept))  # one file comes back from a lent machine, not one per notebook
-            save_artifact(kept, args.results / "notebooks", name, rel)
+            if not args.student:   # the browsable edition is built from the solutions' runs
+                save_artifact(kept, args.results / "notebooks", name, rel)
     order = {p.relative_to(ROOT).as_posix(): i for i, p in enumerate(all_notebooks())}
     # the test suite first, then the notebooks in course order
     sections = dict(sorted(sections.items(), key=lambda kv: (not kv[0].startswith("pytest "),
@@ -432,7 +460,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.out.resolve() != args.results.resolve():
         shutil.copy(report_path, args.out / report_path.name)
     print(f"gpu_run: wrote {report_path}, {args.out / f'executed-{name}.zip'}"
-          f"{f' and {len(paths)} notebook(s) in ' + str(args.results / 'notebooks' / name) if paths else ''}; "
+          f"{f' and {len(paths)} notebook(s) in ' + str(args.results / 'notebooks' / name) if paths and not args.student else ''}; "
           f"{failed} notebook(s) failed")
     return 1 if failed else 0
 
