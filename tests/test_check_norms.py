@@ -4,6 +4,7 @@ import pytest
 
 from course_utils import check
 import norm_kernels as k
+from hinted import assert_names_hint
 
 
 @pytest.mark.parametrize("right", [k.add_layernorm, k.add_layernorm_loop])
@@ -67,7 +68,7 @@ def test_add_layernorm_failures_name_their_hint(wrong, diagnosis, hint):
     with pytest.raises(check.CheckFailed) as e:
         check.add_layernorm(wrong)
     assert e.value.diagnosis == diagnosis
-    assert f"See hint {hint} (" in str(e.value) and "cu.hints.show('add_layernorm', " in str(e.value)
+    assert_names_hint(e.value, "add_layernorm", hint)
 
 
 @pytest.mark.parametrize("wrong, diagnosis, hint", [
@@ -81,4 +82,4 @@ def test_add_rmsnorm_failures_name_their_hint(wrong, diagnosis, hint):
     with pytest.raises(check.CheckFailed) as e:
         check.add_rmsnorm(wrong)
     assert e.value.diagnosis == diagnosis
-    assert f"See hint {hint} (" in str(e.value) and "cu.hints.show('add_rmsnorm', " in str(e.value)
+    assert_names_hint(e.value, "add_rmsnorm", hint)

@@ -315,3 +315,12 @@ def test_the_committed_hints_file_has_every_exercise_with_hints():
                     if name not in hints:
                         missing.append(f"{src.relative_to(ROOT)}: {name}")
     assert not missing, "exercises without hints: " + ", ".join(missing)
+
+
+def test_width_none_lifts_only_the_stub_width_rule():
+    """The site renders notebooks executed before the 100-column rule: width=None lifts that rule alone."""
+    src = "def f(x):\n    ### BEGIN SOLUTION: " + "y" * 120 + "\n    return x\n    ### END SOLUTION\n"
+    with pytest.raises(gen.SourceError, match="over 100"):
+        gen.stub_source(src)
+    stub, _ = gen.stub_source(src, width=None)
+    assert "return x" not in stub and "y" * 120 in stub

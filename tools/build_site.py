@@ -37,11 +37,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 import generate as gen  # noqa: E402  (tools/generate.py: the student version of a notebook)
 
-# An executed notebook can predate a rule the generator has gained since its run. The stub line width is
-# such a rule, about layout (tools/generate.py --check enforces it on the sources): it does not decide
-# what a stub hides, so a page applies every rule of student_notebook() but that one.
-gen.CODE_WIDTH = 10**9
-
 ARTIFACTS = ROOT / "docs" / "gpu-results" / "notebooks"
 SITE_FILES = ROOT / "docs" / "site"          # conf.py, index.md (committed)
 SOURCE = ROOT / "build" / "site-src"         # the Sphinx source this script writes
@@ -140,7 +135,9 @@ def page_notebook(src: Path, run_path: Path | None, pin, standin: bool = False) 
     executed = nbformat.read(run_path if run_path else src, as_version=4)
     run = executed.metadata.get("gpu_run") if run_path else None
     student_path = f"{'labs' if src.parent.name == 'labs' else 'notebooks'}/{src.name}"
-    student = gen.student_notebook(executed, name)
+    # An executed notebook can predate the stub-width rule (layout, enforced on the sources by generate.py
+    # --check); it does not decide what a stub hides, so the page applies every other rule.
+    student = gen.student_notebook(executed, name, width=None)
     changed = bool(run_path) and src.exists() and \
         code_of(student) != code_of(gen.student_notebook(nbformat.read(src, as_version=4), name))
     by_id = {c.get("id"): c for c in executed.cells}

@@ -166,16 +166,18 @@ def stub_lines(r: Region) -> list[str]:
             f"{r.indent}raise NotImplementedError({json.dumps(r.hint, ensure_ascii=False)})"]
 
 
-def stub_source(source: str, where: str = "cell") -> tuple[str, list[Region]]:
-    """The student's version of one code cell's source, and the regions replaced."""
+def stub_source(source: str, where: str = "cell",
+                width: int | None = CODE_WIDTH) -> tuple[str, list[Region]]:
+    """The student's version of one code cell's source, and the regions replaced. width=None: no limit on a
+    stub line (for a notebook executed before the limit existed; the sources must keep it)."""
     regions = find_regions(source, where)
     if not regions:
         return source, regions
     for r in regions:
         for line in stub_lines(r):
-            if len(line) > CODE_WIDTH:
+            if width is not None and len(line) > width:
                 raise SourceError(f"{where}, line {r.begin + 1}: the stub line is {len(line)} characters, over "
-                                  f"{CODE_WIDTH}: shorten the hint after `### BEGIN SOLUTION:` (a stub states the "
+                                  f"{width}: shorten the hint after `### BEGIN SOLUTION:` (a stub states the "
                                   "contract; the help goes in the hints cell)")
     lines, out, pos = source.split("\n"), [], 0
     for r in regions:
@@ -258,8 +260,8 @@ def _cell_id(cell, name: str, index: int) -> str:
     return hashlib.sha1(f"{name}:{index}".encode()).hexdigest()[:8]
 
 
-def student_notebook(nb, name: str = "notebook", filled: bool = False):
-    """A new notebook: the student version of solution notebook `nb` (not modified).
+def student_notebook(nb, name: str = "notebook", filled: bool = False, width: int | None = CODE_WIDTH):
+    """A new notebook: the student version of solution notebook `nb` (not modified). width: see stub_source.
 
     filled=True: the student's notebook as it is once every stub is written, with the solution's code in
     each stub (for the tests of the student's path: every cell after the stubs must then run)."""
@@ -282,7 +284,7 @@ def student_notebook(nb, name: str = "notebook", filled: bool = False):
             new = nbformat.v4.new_code_cell("\n".join(ln for ln in source.split("\n")
                                                       if not (BEGIN.match(ln) or END.match(ln))))
         elif cell.cell_type == "code":
-            new_source, regions = stub_source(source, f"{name}, cell {i} (id {cid})")
+            new_source, regions = stub_source(source, f"{name}, cell {i} (id {cid})", width)
             add = []
             if any(not r.in_jit for r in regions) or "check" in tags or "uses-exercise" in tags:
                 add.append("raises-exception")

@@ -81,11 +81,9 @@ def resolve(names: list[str]) -> list[Path]:
 def student_path(solutions: list[Path], folder: Path = ROOT / "build" / "student-path") -> list[Path]:
     """The student notebook of each solution with its stubs written, under build/student-path/ as
     ./course test makes them; run from there, their sections are named build/student-path/..."""
-    import importlib.util
     import nbformat
-    spec = importlib.util.spec_from_file_location("course_generate", ROOT / "tools" / "generate.py")
-    gen = sys.modules.setdefault("course_generate", importlib.util.module_from_spec(spec))  # its dataclasses look it up
-    spec.loader.exec_module(gen)
+    sys.path.insert(0, str(ROOT / "tools"))
+    import generate as gen  # tools/generate.py, as build_site.py and nbgrader_course.py use it
     students = dict(gen.targets())
     out = []
     for src in solutions:

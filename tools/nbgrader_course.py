@@ -42,10 +42,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 import generate as gen  # noqa: E402  (tools/generate.py: the student version of a notebook)
 
-# As in tools/build_site.py: the stub line width is a layout rule that tools/generate.py --check enforces
-# on the sources; the stubs' content follows every other rule of the generator.
-gen.CODE_WIDTH = 10**9
-
 COURSE = ROOT / "build" / "nbgrader"
 COURSE_ID = "feed-the-beast"
 SCHEMA = 3
