@@ -17,7 +17,9 @@ what was measured, the target, and for a failure a diagnosis (what was observed,
         return card.finish()     # shows the card; raises GradeFailed if a row failed
 
 Rules a row follows:
-- `criterion` is a block. CheckFailed inside it fails the row with its message as the diagnosis; the
+- `criterion` is a block. CheckFailed inside it fails the row with its message as the diagnosis (with
+  Scorecard(..., hints="labN.exercise"), followed by "See hint N" when a hint of that exercise lists the
+  failure's diagnosis key in its `addresses`, as check.<exercise> does); the
   stub's NotImplementedError says "still the stub"; any other exception (a crashing kernel, an
   interpreter error, a bug in the student's wrapper) fails the row as "crashed: <type: first line>"
   with the hint the course has for that error and where in the student's code it came from. Nothing
@@ -142,9 +144,11 @@ def diagnose_crash(exc: BaseException) -> str:
 class Scorecard:
     """One lab's grade: rows added by criterion / budget / performance, shown by finish()."""
 
-    def __init__(self, title: str, *, note: str = "", performance: bool = True):
+    def __init__(self, title: str, *, note: str = "", performance: bool = True, hints: str = ""):
         self.title = title
         self.note = note
+        self.hints = hints          # the lab's exercise name in the hints ("lab5.flash_decoding"): a failed
+                                    # row whose diagnosis key a hint addresses ends by naming that hint
         self.timing = performance   # False: performance rows are not measured (tests: no timed tests)
         self.rows: list[Row] = []
         self._row: Row | None = None
@@ -166,6 +170,9 @@ class Scorecard:
             row.status, row.diagnosis = NOT_MEASURED, str(e)
         except CheckFailed as e:
             row.status, row.diagnosis = FAILED, str(e).strip()
+            more = hints.pointer(self.hints, e.diagnosis) if self.hints else ""
+            if more and more not in row.diagnosis:
+                row.diagnosis += "\n" + more
         except Exception as e:   # never let a student's crash take the grader down
             row.status, row.diagnosis = FAILED, diagnose_crash(e)
             if _is_cuda_error(e) and not broken:
