@@ -116,7 +116,7 @@ def _grouped(q, k, v, seq_lens=None, splits=None, mistake=RIGHT, drop_remainder=
     _split[(b * h_kv, splits)](q, k, v, seq_lens if seq_lens is not None else plse, po, plse, n, split_len,
                                1 / math.sqrt(d), H=h, H_KV=h_kv, D=d, BLOCK_H=max(16, triton.next_power_of_2(h // h_kv)),
                                BLOCK_N=64, RAGGED=seq_lens is not None, MISTAKE=mistake)
-    _merge[(b * h,)](po, plse, o, splits, D=d, BLOCK_S=triton.next_power_of_2(splits))
+    _merge[(b * h,)](po, plse, o, splits, D=d, BLOCK_S=max(16, triton.next_power_of_2(splits)))
     return o
 
 
