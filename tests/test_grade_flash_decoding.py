@@ -38,7 +38,9 @@ def _card_of(fn):
 
 
 @pytest.mark.parametrize("right", [k.flash_decoding, k.flash_decoding_per_head])
-def test_accepts_correct_kernels(right):
+def test_accepts_correct_kernels(right, monkeypatch):
+    if right is k.flash_decoding_per_head:   # right, but not built for speed: its GPU timing is not the point
+        monkeypatch.setattr(fdg, "_performance", lambda *a: None)
     g = grade.flash_decoding(right)
     assert all(r.status != FAILED for r in g.card.rows)
     assert sum(r.status == PASSED for r in g.card.rows) >= 6
@@ -65,7 +67,7 @@ def test_the_stub_fails_every_row_and_points_to_hint_1(capsys):
 def test_rejects_with_its_diagnosis_and_hint(wrong, row, message, hint, lean, no_counts):
     card = _card_of(wrong)
     failed = [r for r in card.rows if r.status == FAILED]
-    assert failed and all(row in r.name or "fp16" in r.name or "fp32" in r.name for r in failed), card.text()
+    assert failed and all(row in r.name or r.name[:4] in ("fp16", "fp32", "bf16") for r in failed), card.text()
     diag = next(r.diagnosis for r in card.rows if row in r.name)
     assert re.search(message, diag, re.S), diag
     assert f"See hint {hint} (" in diag, diag
