@@ -130,35 +130,31 @@ def _closest_prefix(out, q, k, v, seq_lens):
 
 
 def _wrong(out, q, k, v, seq_lens):
-    """(tensor, message, key) for the mistakes that do not depend on how the keys were split."""
-    h, h_kv = q.shape[1], k.shape[1]
-    out_list = []
+    """(tensor, message, key) for the mistakes that do not depend on how the keys were split: a generator, so
+    that compare() computes them only for an output that is wrong."""
+    h, h_kv, d = q.shape[1], k.shape[1], q.shape[-1]
     if seq_lens is not None:
-        out_list += [
-            (reference(q, k, v, seq_lens, ignore_lens=True),
-             "seq_lens is ignored: every key of the cache is attended to, also those at positions >= seq_lens[b] "
-             "(in a batch of ragged sequences, the cache past a sequence's end holds another request's data or "
-             "nothing). Mask the keys at positions >= seq_lens[b], and only read those below it.", "seq-lens"),
-            (reference(q, k, v, seq_lens, lens_shift=1),
-             "one key too many: the key at position seq_lens[b] is attended to. seq_lens[b] counts the valid keys, "
-             "so they sit at positions 0 … seq_lens[b] − 1 (mask with position < seq_lens[b]).", "seq-lens"),
-        ]
+        yield (reference(q, k, v, seq_lens, ignore_lens=True),
+               "seq_lens is ignored: every key of the cache is attended to, also those at positions >= seq_lens[b] "
+               "(in a batch of ragged sequences, the cache past a sequence's end holds another request's data or "
+               "nothing). Mask the keys at positions >= seq_lens[b], and only read those below it.", "seq-lens")
+        yield (reference(q, k, v, seq_lens, lens_shift=1),
+               "one key too many: the key at position seq_lens[b] is attended to. seq_lens[b] counts the valid keys, "
+               "so they sit at positions 0 … seq_lens[b] − 1 (mask with position < seq_lens[b]).", "seq-lens")
     if h != h_kv and h_kv > 1:
         g = h // h_kv
-        out_list.append((reference(q, k, v, seq_lens, heads="modulo"),
-                         f"query head h reads KV head h % H_kv: the heads are interleaved. In grouped-query attention "
-                         f"the {g} query heads that share a KV head are neighbours: h reads KV head h // {g} "
-                         f"(H / H_kv = {h} / {h_kv}).", "gqa"))
-        out_list.append((reference(q, k, v, seq_lens, heads="divide"),
-                         f"query head h reads KV head h // H_kv = h // {h_kv}: the group size is H / H_kv = {g}, "
-                         f"so h reads KV head h // {g}.", "gqa"))
-    d = q.shape[-1]
-    out_list.append((reference(q, k, v, seq_lens, scale=1.0),
-                     f"the scores are not scaled: softmax(q·kᵀ / √D) divides them by √D = {math.sqrt(d):g}.", "scale"))
+        yield (reference(q, k, v, seq_lens, heads="modulo"),
+               f"query head h reads KV head h % H_kv: the heads are interleaved. In grouped-query attention the {g} "
+               f"query heads that share a KV head are neighbours: h reads KV head h // {g} (H / H_kv = {h} / {h_kv}).",
+               "gqa")
+        yield (reference(q, k, v, seq_lens, heads="divide"),
+               f"query head h reads KV head h // H_kv = h // {h_kv}: the group size is H / H_kv = {g}, so h reads KV "
+               f"head h // {g}.", "gqa")
+    yield (reference(q, k, v, seq_lens, scale=1.0),
+           f"the scores are not scaled: softmax(q·kᵀ / √D) divides them by √D = {math.sqrt(d):g}.", "scale")
     alt, msg = _closest_prefix(out, q, k, v, seq_lens)
     if alt is not None:
-        out_list.append((alt, msg, "remainder"))
-    return out_list
+        yield (alt, msg, "remainder")
 
 
 def _tol(dtype):
