@@ -99,7 +99,7 @@ def _merge(po_ptr, plse_ptr, o_ptr, n_splits, D: tl.constexpr, BLOCK_S: tl.const
     tl.store(o_ptr + row * D + d, o.to(o_ptr.dtype.element_ty))
 
 
-def _grouped(q, k, v, seq_lens=None, splits=None, mistake=RIGHT, drop_remainder=False):
+def _grouped(q, k, v, seq_lens=None, splits=None, mistake=RIGHT, drop_remainder=False, scale=None):
     _validate(q, k, v, seq_lens)
     b, h, _, d = q.shape
     h_kv, n = k.shape[1], k.shape[2]
@@ -114,7 +114,7 @@ def _grouped(q, k, v, seq_lens=None, splits=None, mistake=RIGHT, drop_remainder=
     plse = torch.empty(b, h, splits, dtype=torch.float32, device=q.device)
     o = torch.empty_like(q)
     _split[(b * h_kv, splits)](q, k, v, seq_lens if seq_lens is not None else plse, po, plse, n, split_len,
-                               1 / math.sqrt(d), H=h, H_KV=h_kv, D=d, BLOCK_H=max(16, triton.next_power_of_2(h // h_kv)),
+                               scale or 1 / math.sqrt(d), H=h, H_KV=h_kv, D=d, BLOCK_H=max(16, triton.next_power_of_2(h // h_kv)),
                                BLOCK_N=64, RAGGED=seq_lens is not None, MISTAKE=mistake)
     _merge[(b * h,)](po, plse, o, splits, D=d, BLOCK_S=max(16, triton.next_power_of_2(splits)))
     return o
@@ -189,7 +189,7 @@ def flash_decoding_per_head(q, k, v, seq_lens=None):
     pl = torch.empty_like(pm)
     o = torch.empty_like(q)
     _head_split[(b * h, splits)](q, k, v, seq_lens if seq_lens is not None else pm, pacc, pm, pl, n, split_len,
-                                 1 / math.sqrt(d), H=h, H_KV=h_kv, D=d, BLOCK_N=32, RAGGED=seq_lens is not None)
+                                 scale or 1 / math.sqrt(d), H=h, H_KV=h_kv, D=d, BLOCK_N=32, RAGGED=seq_lens is not None)
     _head_merge[(b * h,)](pacc, pm, pl, o, splits, D=d)
     return o
 
@@ -226,6 +226,11 @@ def fd_loop_no_rescale(q, k, v, seq_lens=None):
 
 def fd_empty_split_nan(q, k, v, seq_lens=None):
     return _grouped(q, k, v, seq_lens, mistake=EMPTY_SPLIT_NAN)
+
+
+def fd_no_scale(q, k, v, seq_lens=None):
+    """The scores not divided by √D."""
+    return _grouped(q, k, v, seq_lens, scale=1.0)
 
 
 def fd_repeat_kv(q, k, v, seq_lens=None):

@@ -62,6 +62,7 @@ def test_the_stub_fails_every_row_and_points_to_hint_1(capsys):
     (k.fd_heads_interleaved, "seq_lens ragged", r"query head h reads KV head h % H_kv: the heads are interleaved", 2),
     (k.fd_remainder_dropped, "seq_lens ragged", r"the first 200 of its 201 keys\). The keys past the last whole split", 1),
     (k.fd_loop_no_rescale, "seq_lens ragged", r"inside a split, the running sum and output are not rescaled", 1),
+    (k.fd_no_scale, "seq_lens ragged", r"the scores are not scaled: softmax\(q·kᵀ / √D\) divides them by √D = 8", 2),
     (k.fd_empty_split_nan, "seq_lens ragged", r"With seq_lens=None the same cache gives no NaN.*partial output 0 / 0", 2),
 ])
 def test_rejects_with_its_diagnosis_and_hint(wrong, row, message, hint, lean, no_counts):
