@@ -94,3 +94,19 @@ def test_bad_calls_and_a_crash_are_rows_not_exceptions(lean, no_counts):
     assert "raised RuntimeError: boom" in first.diagnosis, card.text()
     assert "See hint 1 (" in first.diagnosis        # `raised`: hint 1, the idea
     assert torch.cuda.is_available() or any(r.status == "not measured" for r in card.rows)
+
+
+def test_a_scorecard_with_hints_names_the_hint_of_a_diagnosis_key():
+    from course_utils.check import CheckFailed
+    from course_utils.grade import Scorecard
+    card = Scorecard("t", hints="lab5.flash_decoding", performance=False)
+    for key in ("gqa", "no-such-key", None):
+        with card.criterion(f"row {key}"):
+            raise CheckFailed("wrong", key)
+    first, unknown, none = (r.diagnosis for r in card.rows)
+    assert first.startswith("wrong\nSee hint 2 (") and "cu.hints.show('lab5.flash_decoding', 2)" in first
+    assert unknown == "wrong" and none == "wrong"
+    plain = Scorecard("t", performance=False)            # without hints=: the diagnosis as it was
+    with plain.criterion("row"):
+        raise CheckFailed("wrong", "gqa")
+    assert plain.rows[0].diagnosis == "wrong"
