@@ -189,7 +189,7 @@ def flash_decoding_per_head(q, k, v, seq_lens=None):
     pl = torch.empty_like(pm)
     o = torch.empty_like(q)
     _head_split[(b * h, splits)](q, k, v, seq_lens if seq_lens is not None else pm, pacc, pm, pl, n, split_len,
-                                 scale or 1 / math.sqrt(d), H=h, H_KV=h_kv, D=d, BLOCK_N=32, RAGGED=seq_lens is not None)
+                                 1 / math.sqrt(d), H=h, H_KV=h_kv, D=d, BLOCK_N=32, RAGGED=seq_lens is not None)
     _head_merge[(b * h,)](pacc, pm, pl, o, splits, D=d)
     return o
 
