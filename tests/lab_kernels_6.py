@@ -241,6 +241,11 @@ def _norm_residual_dropped(x, residual, weight, eps):
     return y, x                                   # the stream goes on from the branch's output alone
 
 
+def step_cache_copy(model, cache, tokens, pos):
+    # the right logits, computed on a copy of the cache: the caller's cache never gets the new K and V
+    return step(model, cache.clone(), tokens, pos)
+
+
 step_cache_not_updated = _with(rope_cache=_rope_no_write)
 step_rope_off_by_one = _with(rope_cache=_rope_off_by_one)
 step_gqa_interleaved = _with(attention=_attention_interleaved)

@@ -43,6 +43,8 @@ def test_the_stub_fails_and_points_to_hint_1():
 
 @pytest.mark.parametrize("wrong, message, hint", [
     (k.step_cache_not_updated, r"K and V never reach the cache", 1),
+    (k.step_cache_copy, r"the logits are right, but layer 0's K of the new token is not in the cache at pos\[b\] "
+                        r"after the step \(the slot is still zero\)", 1),
     (k.step_rope_off_by_one, r"RoPE turns q and k by the angle of position pos \+ 1", 1),
     (k.step_gqa_interleaved, r"query head h reads KV head h % H_kv", 1),
     (k.step_eps_outside, r"eps belongs inside the root", 2),
