@@ -27,7 +27,10 @@ def _card_of(fn):
 
 
 @pytest.mark.parametrize("right", [k.step, k.step_cublas])
-def test_accepts_correct_steps(right):
+def test_accepts_correct_steps(right, monkeypatch):
+    # right, but neither captured in a CUDA graph nor tuned: on a GPU their speed is not the point (the
+    # solution notebook's step is timed against the targets there)
+    monkeypatch.setattr(dsg, "_performance", lambda *a: None)
     g = grade.decode_step(right)
     assert all(r.status != FAILED for r in g.card.rows), g.card.text()
     assert sum(r.status == PASSED for r in g.card.rows) >= 4
