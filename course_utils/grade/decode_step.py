@@ -190,7 +190,8 @@ def _kernels(card, fn, name, model):
 
 def _low_precision(card, fn, name):
     low = capability.plan().low_dtype(bf16=True)
-    with card.criterion(f"{str(low)[6:]}: matches the eager step, B = 2, {STEPS} steps", target="logits rtol 6e-2"):
+    with card.criterion(f"{str(low)[6:]}: matches the eager step, B = 2, {STEPS} steps",
+                        target=f"logits rtol {_tol(low)['rtol']:g}"):
         _steps(card, fn, name, decoder.Decoder(decoder.TINY, dtype=low), [3, 50], STEPS)
         card.measured(f"{STEPS} steps")
 
@@ -233,7 +234,7 @@ def decode_step(fn):
     card = Scorecard("Lab 6 · one decode step", note="the eager step's logits and tokens, fewer kernels, the "
                      "bandwidth ideal", hints=HINTS)
     with card.criterion(f"fp32: matches the eager step, B = 3, contexts {CONTEXTS}, {STEPS} steps",
-                        target="logits rtol 1e-4; the cache written"):
+                        target=f"logits rtol {_tol(torch.float32)['rtol']:g}; the cache written"):
         _steps(card, fn, name, decoder.Decoder(decoder.TINY, dtype=torch.float32), CONTEXTS, STEPS)
         card.measured(f"{STEPS} steps")
     _low_precision(card, fn, name)
