@@ -10,7 +10,10 @@ import torch.nn.functional as F
 import triton
 import triton.language as tl
 
-RIGHT, MERGE_NO_RESCALE, LENS_IGNORED, HEADS_INTERLEAVED, LOOP_NO_RESCALE, EMPTY_SPLIT_NAN = range(6)
+# the mistake codes: tl.constexpr, since compiled Triton lets a @triton.jit function read a global only when it
+# is one (the interpreter reads any global, so a plain int passed on the CPU and failed on the GPU)
+RIGHT, MERGE_NO_RESCALE, LENS_IGNORED, HEADS_INTERLEAVED, LOOP_NO_RESCALE, EMPTY_SPLIT_NAN = (
+    tl.constexpr(c) for c in range(6))
 
 
 def _validate(q, k, v, seq_lens):
@@ -115,7 +118,7 @@ def _grouped(q, k, v, seq_lens=None, splits=None, mistake=RIGHT, drop_remainder=
     o = torch.empty_like(q)
     _split[(b * h_kv, splits)](q, k, v, seq_lens if seq_lens is not None else plse, po, plse, n, split_len,
                                scale or 1 / math.sqrt(d), H=h, H_KV=h_kv, D=d, BLOCK_H=max(16, triton.next_power_of_2(h // h_kv)),
-                               BLOCK_N=64, RAGGED=seq_lens is not None, MISTAKE=mistake)
+                               BLOCK_N=64, RAGGED=seq_lens is not None, MISTAKE=mistake.value)
     _merge[(b * h,)](po, plse, o, splits, D=d, BLOCK_S=max(16, triton.next_power_of_2(splits)))
     return o
 
