@@ -22,7 +22,7 @@ def test_attention_is_grouped_query_attention_over_the_valid_positions():
 
 
 def test_rope_scores_depend_on_the_distance_only_and_the_cache_gets_k_and_v_at_pos():
-    model = decoder.Decoder(decoder.TINY)
+    model = decoder.Decoder(decoder.TINY, device="cpu")     # the formulas on the CPU, on a GPU machine too
     cfg = model.cfg
     cos, sin = model.rope_tables(64)
     qkv = torch.randn(1, cfg.qkv, generator=torch.Generator().manual_seed(1))
