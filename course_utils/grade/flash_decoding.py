@@ -342,14 +342,78 @@ def _no_scores(card, fn, name):
             del q2, k2, v2
 
 
+ROTATE = 4          # copies of K and V a timed B = 1 graph cycles through: 128 MiB, more than an H100's L2
+
+
+def _graph_ms(calls, reps: int = 20):
+    """Median milliseconds per call of the calls (run twice over) captured in one CUDA graph and replayed;
+    None if they cannot be captured."""
+    calls = calls * 2
+    try:
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):      # compiles and allocates before the capture
+            for c in calls:
+                c()
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            for c in calls:
+                c()
+        torch.cuda.synchronize()
+    except Exception:
+        torch.cuda.synchronize()
+        return None
+    for _ in range(3):
+        graph.replay()
+    times = []
+    for _ in range(reps):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        graph.replay()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / len(calls))
+    del graph
+    return sorted(times)[len(times) // 2]
+
+
+_READ = None
+
+
+def _bare_read_ms(sets):
+    """The fastest of a few grids for a kernel that only reads each set's K and V, timed as _graph_ms."""
+    global _READ
+    import triton
+    import triton.language as tl
+    if _READ is None:
+        @triton.jit
+        def read_kv(k_ptr, v_ptr, out_ptr, n, BLOCK: tl.constexpr, ITERS: tl.constexpr):
+            acc = tl.zeros([BLOCK], tl.float32)
+            for i in range(ITERS):
+                o = (tl.program_id(0) * ITERS + i).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+                acc += tl.load(k_ptr + o, mask=o < n, other=0.0).to(tl.float32)
+                acc += tl.load(v_ptr + o, mask=o < n, other=0.0).to(tl.float32)
+            tl.store(out_ptr + tl.program_id(0), tl.sum(acc, axis=0))
+        _READ = read_kv
+    n = sets[0][1].numel()
+    out = torch.empty(8192, device=sets[0][1].device)
+    best = float("inf")
+    for block, iters in ((1024, 4), (1024, 8), (2048, 4)):
+        grid = (triton.cdiv(n, block * iters),)
+        ms = _graph_ms([lambda s=s: _READ[grid](s[1], s[2], out, n, BLOCK=block, ITERS=iters) for s in sets])
+        best = min(best, ms if ms is not None else best)
+    return best
+
+
 def _performance(card, fn):
     hh, hk, dd = PERF_HEADS
     dtype = capability.plan().low_dtype(bf16=True)
     dname = {torch.float16: "fp16", torch.bfloat16: "bf16"}[dtype]
     label = f"{dname}, GQA {hh}/{hk}, D = {dd}, N = {PERF_N:,}"
     if not ON_GPU or INTERPRET:
-        card.performance(f"B = 1, {label}: % of copy bandwidth on the K and V bytes", None, target=TARGET_OF_COPY,
-                         unit=" %")
+        card.performance(f"B = 1, {label}: % of copy bandwidth on the K and V bytes (CUDA graph)", None,
+                         target=TARGET_OF_COPY, unit=" %")
         for bb in SDPA_BATCHES:
             card.performance(f"B = {bb}, {label}: SDPA's time / yours", None, target=TARGET_VS_SDPA, unit="×")
         return
@@ -364,16 +428,33 @@ def _performance(card, fn):
         return q, k, torch.randn_like(k), need
 
     def of_copy():
-        q, k, v, kv = inputs(1)
-        mine = bench.time(lambda: fn(q, k, v))
-        theirs = bench.time(lambda: F.scaled_dot_product_attention(q, k, v, enable_gqa=True))
+        # At B = 1 one call moves 32 MiB in about 11 µs at the copy ceiling, less than Python takes to launch
+        # it (20-35 µs a launch measured on the H100), and do_bench's L2 flush (a 256 MB write) leaves
+        # dirty lines that the next read pays to write back. So this row times a CUDA graph (lab 6) of
+        # calls back to back over ROTATE copies of K and V (none left in L2), no host cost, no flush, and
+        # times a kernel that only reads the same bytes the same way: the ceiling of this GPU at this size.
+        sets = [inputs(1) for _ in range(ROTATE)]
+        kv = sets[0][3]
         copy = bench.ceilings().copy_gbps
-        pct = 100 * kv / mine / 1e6 / copy
-        return pct, (f"yours {mine * 1e3:.1f} µs, SDPA {theirs * 1e3:.1f} µs = {100 * kv / theirs / 1e6 / copy:.0f} % "
-                     f"of the copy ceiling, {copy:,.0f} GB/s")
 
-    card.performance(f"B = 1, {label}: % of copy bandwidth on the K and V bytes", of_copy, target=TARGET_OF_COPY,
-                     unit=" %", diagnosis=_SLOW)
+        def pct(ms):
+            return 100 * kv / ms / 1e6 / copy
+        mine = _graph_ms([lambda s=s: fn(*s[:3]) for s in sets])
+        theirs = _graph_ms([lambda s=s: F.scaled_dot_product_attention(*s[:3], enable_gqa=True) for s in sets])
+        bare = _bare_read_ms(sets)
+        if mine is None:   # not capturable (a sync or a host copy inside): do_bench, host cost included
+            mine = bench.time(lambda: fn(*sets[0][:3]))
+            how = "do_bench: your function could not be captured in a CUDA graph, so its host cost counts"
+        else:
+            how = f"CUDA-graph replay, {2 * ROTATE} calls back to back over {ROTATE} copies of K and V, no host cost"
+        reach = ("reachable on this GPU" if pct(bare) >= TARGET_OF_COPY else
+                 f"out of reach on this GPU at this size even for a bare read")
+        return pct(mine), (f"{how}: yours {mine * 1e3:.1f} µs; SDPA {theirs * 1e3:.1f} µs = {pct(theirs):.0f} %; a "
+                           f"kernel that only reads the K and V bytes: {bare * 1e3:.1f} µs = {pct(bare):.0f} % of "
+                           f"the copy ceiling ({copy:,.0f} GB/s), so the target ≥ {TARGET_OF_COPY:.0f} % is {reach}")
+
+    card.performance(f"B = 1, {label}: % of copy bandwidth on the K and V bytes (CUDA graph)", of_copy,
+                     target=TARGET_OF_COPY, unit=" %", diagnosis=_SLOW)
     for bb in SDPA_BATCHES:
         def vs_sdpa(bb=bb):
             q, k, v, kv = inputs(bb)
