@@ -39,8 +39,8 @@ def _card_of(fn):
 
 @pytest.mark.parametrize("right", [k.flash_decoding, k.flash_decoding_per_head])
 def test_accepts_correct_kernels(right, monkeypatch):
-    if right is k.flash_decoding_per_head:   # right, but not built for speed: its GPU timing is not the point
-        monkeypatch.setattr(fdg, "_performance", lambda *a: None)
+    # right, but not tuned for speed: the notebook's grade cell times the solution on a GPU (as for lab 6)
+    monkeypatch.setattr(fdg, "_performance", lambda *a: None)
     g = grade.flash_decoding(right)
     assert all(r.status != FAILED for r in g.card.rows)
     assert sum(r.status == PASSED for r in g.card.rows) >= 6

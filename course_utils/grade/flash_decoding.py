@@ -345,37 +345,8 @@ def _no_scores(card, fn, name):
 ROTATE = 4          # copies of K and V a timed B = 1 graph cycles through: 128 MiB, more than an H100's L2
 
 
-def _graph_ms(calls, reps: int = 20):
-    """Median milliseconds per call of the calls (run twice over) captured in one CUDA graph and replayed;
-    None if they cannot be captured."""
-    calls = calls * 2
-    try:
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):      # compiles and allocates before the capture
-            for c in calls:
-                c()
-        torch.cuda.current_stream().wait_stream(side)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            for c in calls:
-                c()
-        torch.cuda.synchronize()
-    except Exception:
-        torch.cuda.synchronize()
-        return None
-    for _ in range(3):
-        graph.replay()
-    times = []
-    for _ in range(reps):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        graph.replay()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / len(calls))
-    del graph
-    return sorted(times)[len(times) // 2]
+def _graph_ms(calls):
+    return bench.graph_time(calls)
 
 
 _READ = None
