@@ -91,6 +91,44 @@ def _wall_ms(fn, warmup: float, rep: float) -> float:
     return statistics.median(times)
 
 
+def graph_time(calls, *, rounds: int = 2, reps: int = 20):
+    """Median milliseconds per call of `calls` (callables), captured `rounds` times over in one CUDA graph
+    and replayed: no host cost and no L2 flush between the calls, as in a decode step captured whole (lab 6).
+    Give calls over several copies of the inputs, more bytes together than L2 holds, so that none is still
+    cached when its turn comes again. Returns None if the calls cannot be captured (a sync or a host copy
+    inside). Needs a GPU."""
+    if not on_gpu():
+        raise RuntimeError("bench.graph_time replays a CUDA graph: run it where a GPU is (check bench.on_gpu())")
+    calls = list(calls) * rounds
+    try:
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):      # compiles and allocates before the capture
+            for c in calls:
+                c()
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            for c in calls:
+                c()
+        torch.cuda.synchronize()
+    except Exception:
+        torch.cuda.synchronize()
+        return None
+    for _ in range(3):
+        graph.replay()
+    times = []
+    for _ in range(reps):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        graph.replay()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / len(calls))
+    del graph
+    return statistics.median(times)
+
+
 def peak_bytes(fn, *, beyond_output: bool = False) -> int:
     """GPU memory that fn() allocates at its peak, above what was allocated before the call. With
     beyond_output=True the tensors it returns are left out: its scratch alone. Needs a GPU (the caching

@@ -191,3 +191,9 @@ def test_ms_or_model_models_the_small_copy_at_the_large_size():
 def test_peak_bytes_without_a_gpu_says_so_rather_than_measure():
     with pytest.raises(RuntimeError, match="needs a GPU|where a GPU is"):
         bench.peak_bytes(lambda: torch.zeros(4))
+
+
+@pytest.mark.skipif(bench.on_gpu(), reason="the CPU's answer: no graph to replay")
+def test_graph_time_without_a_gpu_says_so_rather_than_measure():
+    with pytest.raises(RuntimeError, match="where a GPU is"):
+        bench.graph_time([lambda: torch.zeros(4)])

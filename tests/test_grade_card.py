@@ -134,6 +134,15 @@ def test_performance_after_a_failed_row_is_not_measured(monkeypatch):
     assert card.rows[-1].status == "not measured" and "earlier row failed" in card.rows[-1].diagnosis
 
 
+def test_a_slow_row_does_not_stop_the_next_performance_row(monkeypatch):
+    monkeypatch.setattr(_card, "ON_GPU", True)
+    monkeypatch.setattr(_card, "INTERPRET", False)
+    card = grade.Scorecard("Lab 0")
+    assert card.performance("small size", lambda: 0.5, target=1) == 0.5
+    assert card.performance("large size", lambda: 2.0, target=1) == 2.0
+    assert [r.status for r in card.rows] == ["failed", "passed"]
+
+
 @triton.jit
 def _double(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)

@@ -27,8 +27,10 @@ Rules a row follows:
   context is broken, so the rows after it say "not run" instead of crashing in turn.
 - `card.not_measured(why)` inside a block ends it as neither passed nor failed.
 - `performance` measures only on a GPU; without one the row says "not measured: no GPU here" (a CPU
-  time says nothing about a GPU kernel). After a failed row it is not measured either (the speed of a
-  wrong kernel means nothing), nor on a card made with Scorecard(..., performance=False) (tests).
+  time says nothing about a GPU kernel). After a failed correctness or budget row it is not measured
+  either (the speed of a wrong kernel means nothing); a performance row that missed its target does
+  not stop the next one (each size is timed once the kernel is right). Nor is it measured on a card
+  made with Scorecard(..., performance=False) (tests).
 - `budget` counts launches and bytes with trips (it works on the CPU interpreter too).
 - `finish()` shows the card (HTML in a notebook, text elsewhere) with a total, "5 of 6 passed,
   1 not measured", then raises GradeFailed (an AssertionError; its .card is the card) if any row
@@ -77,6 +79,7 @@ class Row:
     measured: str = ""
     diagnosis: str = ""
     seconds: float = 0.0
+    timed: bool = False     # a performance row: its failure (too slow) never stops the next one's timing
 
 
 @dataclass
@@ -224,12 +227,13 @@ class Scorecard:
         likely cause when it does not. Returns the number, or None when not measured or crashed."""
         sign = "≥" if higher_is_better else "≤"
         result = {}
-        with self.criterion(name, target=f"{sign} {readable(target)}{unit}"):
+        with self.criterion(name, target=f"{sign} {readable(target)}{unit}") as row:
+            row.timed = True
             if not ON_GPU or INTERPRET:
                 self.not_measured(NO_GPU)
             if not self.timing:
                 self.not_measured("timing switched off (performance=False).")
-            if needs_correct and any(r.status == FAILED for r in self.rows[:-1]):
+            if needs_correct and any(r.status == FAILED and not r.timed for r in self.rows[:-1]):
                 self.not_measured("an earlier row failed, and the speed of a wrong kernel means nothing.")
             value = measure()
             detail = ""

@@ -1,0 +1,483 @@
+"""Lab 5's grader: flash-decoding, attention for one new token per sequence against a KV cache, the keys
+of each (sequence, head) split over many programs whose partial results are merged.
+
+    o = fn(q, k, v, seq_lens=None)
+    q (B, H, 1, D); k, v (B, H_kv, N, D) with H % H_kv == 0 (grouped-query attention: query head h reads
+    KV head h // (H / H_kv)); seq_lens None or int32 (B,): keys at positions >= seq_lens[b] are ignored;
+    o = softmax(q·kᵀ / √D)·v, q's shape and dtype.
+
+The reference is computed in float64. Wrong answers that do not depend on how the student split the keys
+(seq_lens ignored or off by one, the head mapping, the scale) are computed directly; "the last keys
+dropped" is found by comparing each output row with attention over every shorter prefix of its keys; a
+merge or a running sum that is not rescaled is told apart by two probes with crafted scores."""
+from __future__ import annotations
+
+import contextlib
+import math
+
+import torch
+import torch.nn.functional as F
+
+from .. import bench, capability, trips
+from ..check._core import CheckFailed, compare, fail, run
+from ..environment import DEVICE, INTERPRET, ON_GPU, pick
+from ._card import Scorecard, _bytes
+
+__all__ = ["flash_decoding"]
+
+HINTS = "lab5.flash_decoding"
+# (B, H, H_kv, N, D, seq_lens): GQA ratios 1, 4 and 8, D 64 and 128, N that no block divides. "ragged":
+# random lengths with a 1 and an N among them.
+_SHAPES = [(2, 2, 2, 37, 64, None), (1, 8, 2, 300, 64, None), (1, 8, 1, 129, 128, None),
+           (3, 4, 1, 200, 128, "ragged")] + pick(gpu=[(2, 32, 8, 4099, 128, "ragged"), (4, 8, 8, 1000, 64, None)],
+                                                 cpu=[])
+_FP32_SHAPES = [(2, 4, 1, 100, 64, "ragged")]
+# the partial results a design may keep: at most this many splits of one (sequence, KV head), and no more
+# than one split per SPLIT_MIN keys; each split an fp32 output of D numbers and two more (its max and sum,
+# or its log-sum-exp) per query head
+MAX_SPLITS, SPLIT_MIN = 64, 64
+# (B, H, H_kv, N, D) of the byte count, and of the search for an N-sized write: a long cache and a small D,
+# where the scores of every key (B·H·N numbers) outweigh every partial result the budget allows
+BUDGET_SHAPE = (1, 8, 2, 320, 64)
+SCORES_SHAPE = (1, 2, 1, 1024, 16)
+# Targets. The hook numbers (issue 14, the course's H100: NVIDIA H100 80GB HBM3, torch 2.11, copy ceiling
+# 3,004 GB/s): F.scaled_dot_product_attention with GQA 32/8, D = 128, moved the KV cache at 36 % of the
+# copy bandwidth at B = 1, N = 8,192 (cuDNN 38 %), 82 % at B = 8 and 94-101 % at B >= 32. Splitting the
+# keys fills the GPU at B = 1; at large B there is nothing left to gain over SDPA, so the bar is to match it.
+PERF_HEADS = (32, 8, 128)            # H, H_kv, D: an 8B-class Llama
+PERF_N = 8192
+TARGET_OF_COPY = 75.0                # percent of the copy ceiling on the K and V bytes, B = 1
+TARGET_VS_SDPA = 1.0                 # SDPA's time over yours at B = 8, 32, 64
+SDPA_BATCHES = (8, 32, 64)
+_SLOW = ("Likely causes: too few programs (at B = 1 there are only 8 KV heads: are the keys split so that "
+         "B · H_kv · splits is a few times the number of SMs?), too many splits (each writes D + 2 fp32 numbers "
+         "per query head that the merge reads back), or small blocks of keys per loop step.")
+
+
+def max_splits(n: int) -> int:
+    """The most splits the byte budget allows for a cache of n keys."""
+    return max(1, min(MAX_SPLITS, math.ceil(n / SPLIT_MIN)))
+
+
+def _lens(kind, b, n, gen):
+    if kind is None:
+        return None
+    lens = torch.randint(1, n + 1, (b,), generator=gen, dtype=torch.int32)
+    lens[0] = 1
+    if b > 1:
+        lens[1] = n
+    return lens.to(DEVICE)
+
+
+def _inputs(b, h, h_kv, n, d, dtype, gen):
+    q = torch.randn(b, h, 1, d, generator=gen)
+    k = torch.randn(b, h_kv, n, d, generator=gen)
+    v = torch.randn(b, h_kv, n, d, generator=gen)
+    return q.to(dtype).to(DEVICE), k.to(dtype).to(DEVICE), v.to(dtype).to(DEVICE)
+
+
+def _kv_of(h, h_kv, how="group"):
+    g = h // h_kv
+    heads = torch.arange(h)
+    return {"group": heads // g, "modulo": heads % h_kv, "divide": heads // h_kv}[how].clamp(max=h_kv - 1)
+
+
+def reference(q, k, v, seq_lens=None, *, heads="group", scale=None, lens_shift=0, ignore_lens=False):
+    """softmax(q·kᵀ·scale)·v in float64, (B, H, 1, D); the keyword arguments make the wrong answers."""
+    b, h, _, d = q.shape
+    h_kv, n = k.shape[1], k.shape[2]
+    idx = _kv_of(h, h_kv, heads).to(k.device)
+    kd, vd = k.double()[:, idx], v.double()[:, idx]
+    s = (q.double() @ kd.transpose(-1, -2)) * (1 / math.sqrt(d) if scale is None else scale)
+    if seq_lens is not None and not ignore_lens:
+        lens = (seq_lens.long() + lens_shift).clamp(1, n)
+        s = s.masked_fill(torch.arange(n, device=q.device)[None, None, None, :] >= lens[:, None, None, None],
+                          float("-inf"))
+    return torch.softmax(s, dim=-1) @ vd
+
+
+def _closest_prefix(out, q, k, v, seq_lens):
+    """(attention over the first L keys of each row, L chosen per (sequence, head) as the L < its length
+    nearest to `out`, and a sentence about one such row), or (None, "") where no row can drop a key."""
+    b, h, _, d = q.shape
+    h_kv, n = k.shape[1], k.shape[2]
+    idx = _kv_of(h, h_kv).to(k.device)
+    kd, vd = k.double()[:, idx], v.double()[:, idx]
+    s = (q.double() @ kd.transpose(-1, -2))[:, :, 0, :] / math.sqrt(d)             # (B, H, N)
+    lens = (seq_lens.long() if seq_lens is not None else torch.full((b,), n, device=q.device))
+    keys = torch.arange(n, device=q.device)
+    s = s.masked_fill(keys[None, None, :] >= lens[:, None, None], float("-inf"))
+    e = torch.exp(s - s.amax(-1, keepdim=True))
+    num = torch.cumsum(e[..., None] * vd, dim=2)                                   # (B, H, N, D)
+    den = torch.cumsum(e, dim=2)[..., None]
+    prefix = num / den.clamp_min(1e-300)                                           # row L-1: first L keys
+    err = (prefix - out.double()[:, :, :1, :]).abs().amax(-1)                      # (B, H, N)
+    err = err.masked_fill(keys[None, None, :] >= (lens - 1)[:, None, None], float("inf"))   # only L < len
+    if not bool(torch.isfinite(err).any()):
+        return None, ""
+    best = err.argmin(-1)                                                          # (B, H): L - 1
+    alt = torch.gather(prefix, 2, best[..., None, None].expand(b, h, 1, d))
+    full = reference(q, k, v, seq_lens)
+    short = lens[:, None] - 1 > best                                               # a row that drops keys
+    alt = torch.where(torch.isfinite(err.amin(-1))[..., None, None], alt, full)
+    if not bool(short.any()):
+        return None, ""
+    bi, hi = (int(i) for i in torch.nonzero(short)[0])
+    got, of = int(best[bi, hi]) + 1, int(lens[bi])
+    return alt, (f"each output is attention over the first keys of its sequence only (sequence {bi}, head {hi}: the "
+                 f"first {got} of its {of} keys). The keys past the last whole split are dropped: a split length "
+                 f"of N // splits leaves N % splits keys out. Round the split length up (a ceiling division), "
+                 f"and clamp the last split at the sequence's end.")
+
+
+def _wrong(out, q, k, v, seq_lens):
+    """(tensor, message, key) for the mistakes that do not depend on how the keys were split: a generator, so
+    that compare() computes them only for an output that is wrong."""
+    h, h_kv, d = q.shape[1], k.shape[1], q.shape[-1]
+    if seq_lens is not None:
+        yield (reference(q, k, v, seq_lens, ignore_lens=True),
+               "seq_lens is ignored: every key of the cache is attended to, also those at positions >= seq_lens[b] "
+               "(in a batch of ragged sequences, the cache past a sequence's end holds another request's data or "
+               "nothing). Mask the keys at positions >= seq_lens[b], and only read those below it.", "seq-lens")
+        yield (reference(q, k, v, seq_lens, lens_shift=1),
+               "one key too many: the key at position seq_lens[b] is attended to. seq_lens[b] counts the valid keys, "
+               "so they sit at positions 0 … seq_lens[b] − 1 (mask with position < seq_lens[b]).", "seq-lens")
+    if h != h_kv and h_kv > 1:
+        g = h // h_kv
+        yield (reference(q, k, v, seq_lens, heads="modulo"),
+               f"query head h reads KV head h % H_kv: the heads are interleaved. In grouped-query attention the {g} "
+               f"query heads that share a KV head are neighbours: h reads KV head h // {g} (H / H_kv = {h} / {h_kv}).",
+               "gqa")
+        yield (reference(q, k, v, seq_lens, heads="divide"),
+               f"query head h reads KV head h // H_kv = h // {h_kv}: the group size is H / H_kv = {g}, so h reads KV "
+               f"head h // {g}.", "gqa")
+    yield (reference(q, k, v, seq_lens, scale=1.0),
+           f"the scores are not scaled: softmax(q·kᵀ / √D) divides them by √D = {math.sqrt(d):g}.", "scale")
+    alt, msg = _closest_prefix(out, q, k, v, seq_lens)
+    if alt is not None:
+        yield (alt, msg, "remainder")
+
+
+def _tol(dtype):
+    if dtype == torch.float16:
+        return dict(atol=5e-3, rtol=1e-2)
+    if dtype == torch.bfloat16:
+        return dict(atol=3e-2, rtol=3e-2)
+    if ON_GPU and not INTERPRET:           # tl.dot on fp32 runs in tf32 by default
+        return dict(atol=5e-3, rtol=5e-3)
+    return dict(atol=1e-5, rtol=1e-5)
+
+
+EMPTY_SPLIT = ("Where seq_lens is short, the splits past a sequence's end hold no key: such a split has a maximum "
+               "of −inf and a sum of 0, so its partial output 0 / 0 is NaN, and in the merge a weight of 0 times NaN "
+               "is still NaN. An empty split must come out with weight exactly 0 and an output that is a number "
+               "(or be skipped).")
+
+
+def _call(card, fn, q, k, v, seq_lens, name):
+    return card.call(fn, q, k, v, seq_lens, name=name) if seq_lens is not None else card.call(fn, q, k, v, name=name)
+
+
+def _probe(card, fn, name, shape_args, seq_lens, kind):
+    """Run fn on scores built to tell the rescaling mistakes apart: "equal" (q = 0: every score 0, so every
+    block and every split has the same maximum), "falling" (scores fall along the keys: within a split the
+    maximum is its first key, but splits differ) or "rising" (every block raises the maximum). True if right."""
+    b, h, h_kv, n, d, dtype = shape_args
+    gen = torch.Generator().manual_seed(7)
+    q = torch.zeros(b, h, 1, d)
+    k = torch.randn(b, h_kv, n, d, generator=gen)
+    v = torch.randn(b, h_kv, n, d, generator=gen)
+    if kind != "equal":
+        q[..., 0] = math.sqrt(d)                        # score of key j = k[j, 0]
+        ramp = torch.linspace(8.0, 0.0, n) if kind == "falling" else torch.linspace(0.0, 8.0, n)
+        k[:, :, :, 0] = ramp
+    q, k, v = (t.to(dtype).to(DEVICE) for t in (q, k, v))
+    try:
+        out = _call(card, fn, q, k, v, seq_lens, name)
+    except CheckFailed:
+        return False
+    ref = reference(q, k, v, seq_lens)
+    return isinstance(out, torch.Tensor) and out.shape == ref.shape and bool(
+        torch.isclose(out.double(), ref, **_tol(dtype)).all())
+
+
+def _check_case(card, fn, name, shape, dtype, gen):
+    b, h, h_kv, n, d, kind = shape
+    q, k, v = _inputs(b, h, h_kv, n, d, dtype, gen)
+    seq_lens = _lens(kind, b, n, gen)
+    out = _call(card, fn, q, k, v, seq_lens, name)
+    ref = reference(q, k, v, seq_lens)
+    what = f"{name}, B={b} H={h} H_kv={h_kv} N={n} D={d}" + (
+        f", seq_lens={seq_lens.tolist()}" if seq_lens is not None and b <= 4 else "")
+    wrong = _wrong(out, q, k, v, seq_lens) if isinstance(out, torch.Tensor) and out.shape == ref.shape else []
+    try:
+        compare(out, ref.to(dtype), name=what, like=q, tol=_tol(dtype), wrong_answers=wrong)
+    except CheckFailed as e:
+        if e.diagnosis == "nonfinite" and seq_lens is not None and bool((seq_lens < n).any()):
+            full = _call(card, fn, q, k, v, None, name)    # the same cache, every key valid: no split is empty
+            if isinstance(full, torch.Tensor) and bool(torch.isfinite(full).all()):
+                raise CheckFailed(f"{e}\nWith seq_lens=None the same cache gives no NaN. {EMPTY_SPLIT}",
+                                  "empty-split") from None
+        if e.diagnosis not in ("wrong", "factor", "tail"):
+            raise
+        args = (b, h, h_kv, n, d, dtype)
+        if not _probe(card, fn, name, args, seq_lens, "equal"):
+            raise
+        if not _probe(card, fn, name, args, seq_lens, "falling"):
+            raise CheckFailed(f"{e}\nRight when every score is equal, wrong when the scores fall along the keys (then "
+                              "each split's maximum is its first key's score, and the splits' maxima differ): the "
+                              "partial results are merged without rescaling them to one common maximum. Each split's "
+                              "sum and output are relative to its own maximum m_s; before they are added up, each "
+                              "needs the factor exp(m_s − M), M the largest of the m_s (or weights from the "
+                              "log-sum-exps).", "merge-rescale") from None
+        if not _probe(card, fn, name, args, seq_lens, "rising"):
+            raise CheckFailed(f"{e}\nRight when every score is equal and when they fall along the keys, wrong when "
+                              "each block of keys raises the maximum: inside a split, the running sum and output "
+                              "are not rescaled by exp(m − m_new) when the maximum grows (lesson 08's recurrence).",
+                              "loop-rescale") from None
+        raise
+
+
+def _bad_inputs(card, fn, name):
+    """Each bad call must raise ValueError (a kernel handed mismatched shapes reads past its tensors)."""
+    f16 = dict(dtype=torch.float16, device=DEVICE)
+    q, k = torch.randn(1, 4, 1, 64, **f16), torch.randn(1, 2, 40, 64, **f16)
+    cases = [
+        ("H = 6 query heads for H_kv = 4", (torch.randn(1, 6, 1, 64, **f16), torch.randn(1, 4, 40, 64, **f16),
+                                             torch.randn(1, 4, 40, 64, **f16))),
+        ("q with 2 queries per sequence, (1, 4, 2, 64)", (torch.randn(1, 4, 2, 64, **f16), k, k.clone())),
+        ("k and v of different shapes", (q, k, torch.randn(1, 2, 41, 64, **f16))),
+        ("q's D = 32 against the cache's D = 64", (torch.randn(1, 4, 1, 32, **f16), k, k.clone())),
+        ("seq_lens of shape (2,) for B = 1", (q, k, k.clone(), torch.ones(2, dtype=torch.int32, device=DEVICE))),
+        ("seq_lens as float32", (q, k, k.clone(), torch.ones(1, dtype=torch.float32, device=DEVICE))),
+    ]
+    # on a GPU, a kernel launched with such shapes may read outside its tensors and break the CUDA context:
+    # every launch is replayed in the bounds-checked interpreter first
+    guard = trips.counting if ON_GPU and not INTERPRET else contextlib.nullcontext
+    for what, args in cases:
+        try:
+            with guard():
+                fn(*args)
+        except ValueError as e:
+            if not str(e).strip():
+                fail(f"`{name}` raised ValueError for {what}, with no message: say what is wrong.", "bad-input")
+            continue
+        except NotImplementedError as e:
+            fail(f"`{name}` is still the stub ({e}).", "stub")
+        except Exception as e:  # noqa: BLE001
+            fail(f"`{name}` raised {type(e).__name__} for {what}: {str(e).strip()[:160]}. Check the inputs before any "
+                 "kernel runs and raise ValueError with a sentence that says what is wrong.", "bad-input")
+        else:
+            fail(f"`{name}` accepted {what}: it should raise ValueError before launching anything (a kernel handed "
+                 "such shapes reads outside its tensors or returns nonsense).", "bad-input")
+    card.measured(f"{len(cases)} bad calls refused")
+
+
+def _budget(card, fn, name):
+    # K and V read once, q read and o written once, and the partial results: at most max_splits(N) splits of
+    # D + 2 fp32 numbers per query head, written once and read once. seq_lens: 4 bytes a sequence.
+    b, h, h_kv, n, d = BUDGET_SHAPE
+    q, k, v = _inputs(b, h, h_kv, n, d, torch.float16, torch.Generator().manual_seed(3))
+    s = 2
+    kv = 2 * b * h_kv * n * d * s
+    qo = 2 * b * h * d * s
+    partial = max_splits(n) * b * h * (d + 2) * 4
+    budget = kv + qo + 2 * partial + 4 * b + 1024
+    with card.criterion("bytes: K and V read once, partial results bounded by splits × B × H × (D + 2)",
+                        target=f"≤ {_bytes(budget)}, ≤ 3 launches"):
+        tr = trips.count(run, fn, q, k, v, name=name, poison=False)
+        card.measured(f"{tr.launches} launches, {_bytes(tr.bytes)} (K and V: {_bytes(kv)})")
+        problems = []
+        if not any(x.kind == "triton" for x in tr.kernels):
+            problems.append(f"no Triton kernel ran: the output comes from PyTorch ({', '.join(x.name for x in tr.kernels[:4])}"
+                            ", …). The lab asks for your own kernels.")
+        if tr.bytes > budget * 1.02:
+            extra = tr.bytes - kv - qo
+            problems.append(
+                f"moved {_bytes(tr.bytes)}; the budget is {_bytes(budget)}: K and V ({_bytes(kv)}) once, q and o, and the "
+                f"partial results of at most {max_splits(n)} splits written and read back ({_bytes(2 * partial)}). "
+                f"Beyond K, V, q and o this moved {_bytes(extra)}: "
+                + ("about another copy of K and V: are they read twice (a pass for the maximum, another for the "
+                   "sum), or repeated to match the query heads (repeat_interleave), where each group of query heads "
+                   "can share one read?" if extra > 0.5 * kv else
+                   "more partial results than the splits need, or an N-sized intermediate (the scores?) in memory."))
+        if tr.launches > 3:
+            problems.append(f"{tr.launches} launches where 2 do (the split kernel and the merge).")
+        if problems:
+            fail("\n".join(problems) + f"\n{tr.table(max_rows=8)}", "bytes")
+
+
+def _no_scores(card, fn, name):
+    # a long cache and a small D: an N-sized tensor per query head (the scores or the probabilities) is then
+    # larger than every partial result the budget allows
+    b, h, h_kv, n, d = SCORES_SHAPE
+    q, k, v = _inputs(b, h, h_kv, n, d, torch.float16, torch.Generator().manual_seed(4))
+    out_bytes = b * h * d * 2
+    bound = max_splits(n) * b * h * (d + 2) * 4
+    target = f"≤ {_bytes(out_bytes + bound)} written (B·H·N fp32 scores alone: {_bytes(4 * b * h * n)})"
+    with card.criterion("no N-sized tensor of scores in memory", target=target):
+        tr = trips.count(run, fn, q, k, v, name=name, poison=False)
+        card.measured(f"{_bytes(tr.bytes_written)} written")
+        if tr.bytes_written > (out_bytes + bound) * 1.02 + 256:
+            big = max(((lab, w) for x in tr.kernels for lab, w in x.writes.items()), key=lambda e: e[1],
+                      default=("?", 0))
+            fail(f"wrote {_bytes(tr.bytes_written)} for B = {b}, H = {h}, N = {n:,}, D = {d}; o and the partial results "
+                 f"of {max_splits(n)} splits need at most {_bytes(out_bytes + bound)}. The largest write, {big[0]} "
+                 f"({_bytes(big[1])}), grows with N: the scores (or the probabilities) of every key go to memory. "
+                 "Keep them in registers, one block of keys at a time, and write only each split's output and its "
+                 f"maximum and sum.\n{tr.table(max_rows=6)}", "scores-in-memory")
+        if ON_GPU and not INTERPRET:
+            hh, hk, dd = PERF_HEADS
+            nn = 65536
+            q2 = torch.randn(1, hh, 1, dd, device="cuda", dtype=torch.float16)
+            k2 = torch.randn(1, hk, nn, dd, device="cuda", dtype=torch.float16)
+            v2 = torch.randn_like(k2)
+            peak = bench.peak_bytes(lambda: fn(q2, k2, v2), beyond_output=True)
+            allowed = max_splits(nn) * hh * (dd + 2) * 4 + 64 * 1024
+            card.measured(f"{_bytes(tr.bytes_written)} written; GPU scratch at N = 65,536: {_bytes(peak)}")
+            if peak > allowed:
+                fail(f"at B = 1, H = {hh}, N = 65,536, D = {dd} your function allocated {_bytes(peak)} beyond its output; "
+                     f"the partial results of {max_splits(nn)} splits need {_bytes(allowed)} at most, the scores of "
+                     f"every key {_bytes(4 * hh * nn)}.", "scores-in-memory")
+            del q2, k2, v2
+
+
+ROTATE = 4          # copies of K and V a timed B = 1 graph cycles through: 128 MiB, more than an H100's L2
+
+
+def _graph_ms(calls):
+    return bench.graph_time(calls)
+
+
+_READ = None
+
+
+def _bare_read_ms(sets):
+    """The fastest of a few grids for a kernel that only reads each set's K and V, timed as _graph_ms."""
+    global _READ
+    import triton
+    import triton.language as tl
+    if _READ is None:
+        @triton.jit
+        def read_kv(k_ptr, v_ptr, out_ptr, n, BLOCK: tl.constexpr, ITERS: tl.constexpr):
+            acc = tl.zeros([BLOCK], tl.float32)
+            for i in range(ITERS):
+                o = (tl.program_id(0) * ITERS + i).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+                acc += tl.load(k_ptr + o, mask=o < n, other=0.0).to(tl.float32)
+                acc += tl.load(v_ptr + o, mask=o < n, other=0.0).to(tl.float32)
+            tl.store(out_ptr + tl.program_id(0), tl.sum(acc, axis=0))
+        _READ = read_kv
+    n = sets[0][1].numel()
+    out = torch.empty(8192, device=sets[0][1].device)
+    best = float("inf")
+    for block, iters in ((1024, 4), (1024, 8), (2048, 4)):
+        grid = (triton.cdiv(n, block * iters),)
+        ms = _graph_ms([lambda s=s: _READ[grid](s[1], s[2], out, n, BLOCK=block, ITERS=iters) for s in sets])
+        best = min(best, ms if ms is not None else best)
+    return best
+
+
+def _performance(card, fn):
+    hh, hk, dd = PERF_HEADS
+    dtype = capability.plan().low_dtype(bf16=True)
+    dname = {torch.float16: "fp16", torch.bfloat16: "bf16"}[dtype]
+    label = f"{dname}, GQA {hh}/{hk}, D = {dd}, N = {PERF_N:,}"
+    if not ON_GPU or INTERPRET:
+        card.performance(f"B = 1, {label}: % of copy bandwidth on the K and V bytes (CUDA graph)", None,
+                         target=TARGET_OF_COPY, unit=" %")
+        for bb in SDPA_BATCHES:
+            card.performance(f"B = {bb}, {label}: SDPA's time / yours", None, target=TARGET_VS_SDPA, unit="×")
+        return
+
+    def inputs(bb):
+        need = 2 * bb * hk * PERF_N * dd * dtype.itemsize
+        free, _ = torch.cuda.mem_get_info()
+        if need * 2.5 > free:
+            card.not_measured(f"needs about {_bytes(2.5 * need)} of GPU memory, {_bytes(free)} free.")
+        q = torch.randn(bb, hh, 1, dd, device="cuda", dtype=dtype)
+        k = torch.randn(bb, hk, PERF_N, dd, device="cuda", dtype=dtype)
+        return q, k, torch.randn_like(k), need
+
+    def of_copy():
+        # At B = 1 one call moves 32 MiB in about 11 µs at the copy ceiling, less than Python takes to launch
+        # it (20-35 µs a launch measured on the H100), and do_bench's L2 flush (a 256 MB write) leaves
+        # dirty lines that the next read pays to write back. So this row times a CUDA graph (lab 6) of
+        # calls back to back over ROTATE copies of K and V (none left in L2), no host cost, no flush, and
+        # times a kernel that only reads the same bytes the same way: the ceiling of this GPU at this size.
+        sets = [inputs(1) for _ in range(ROTATE)]
+        kv = sets[0][3]
+        copy = bench.ceilings().copy_gbps
+
+        def pct(ms):
+            return 100 * kv / ms / 1e6 / copy
+        mine = _graph_ms([lambda s=s: fn(*s[:3]) for s in sets])
+        theirs = _graph_ms([lambda s=s: F.scaled_dot_product_attention(*s[:3], enable_gqa=True) for s in sets])
+        bare = _bare_read_ms(sets)
+        if mine is None:   # not capturable (a sync or a host copy inside): do_bench, host cost included
+            mine = bench.time(lambda: fn(*sets[0][:3]))
+            how = "do_bench: your function could not be captured in a CUDA graph, so its host cost counts"
+        else:
+            how = f"CUDA-graph replay, {2 * ROTATE} calls back to back over {ROTATE} copies of K and V, no host cost"
+        reach = ("reachable on this GPU" if pct(bare) >= TARGET_OF_COPY else
+                 f"out of reach on this GPU at this size even for a bare read")
+        return pct(mine), (f"{how}: yours {mine * 1e3:.1f} µs; SDPA {theirs * 1e3:.1f} µs = {pct(theirs):.0f} %; a "
+                           f"kernel that only reads the K and V bytes: {bare * 1e3:.1f} µs = {pct(bare):.0f} % of "
+                           f"the copy ceiling ({copy:,.0f} GB/s), so the target ≥ {TARGET_OF_COPY:.0f} % is {reach}")
+
+    card.performance(f"B = 1, {label}: % of copy bandwidth on the K and V bytes (CUDA graph)", of_copy,
+                     target=TARGET_OF_COPY, unit=" %", diagnosis=_SLOW)
+    for bb in SDPA_BATCHES:
+        def vs_sdpa(bb=bb):
+            q, k, v, kv = inputs(bb)
+            mine = bench.time(lambda: fn(q, k, v))
+            theirs = bench.time(lambda: F.scaled_dot_product_attention(q, k, v, enable_gqa=True))
+            copy = bench.ceilings().copy_gbps
+            return theirs / mine, (f"yours {mine * 1e3:.0f} µs ({100 * kv / mine / 1e6 / copy:.0f} % of copy), SDPA "
+                                   f"{theirs * 1e3:.0f} µs ({100 * kv / theirs / 1e6 / copy:.0f} %)")
+        card.performance(f"B = {bb}, {label}: SDPA's time / yours", vs_sdpa, target=TARGET_VS_SDPA, unit="×",
+                         diagnosis=_SLOW)
+    torch.cuda.empty_cache()
+
+
+def flash_decoding(fn):
+    """Grade fn(q, k, v, seq_lens=None) -> o, attention of one query per sequence against a KV cache."""
+    name = getattr(fn, "__name__", "flash_decoding")
+    card = Scorecard("Lab 5 · flash-decoding", note="one query per sequence, the keys split over many programs",
+                     hints=HINTS)
+    gen = torch.Generator().manual_seed(torch.randint(0, 2**31, ()).item())
+    if ON_GPU and not INTERPRET:
+        # on a GPU an access outside a tensor breaks the CUDA context for good: one ragged case in the
+        # bounds-checked interpreter first
+        with card.criterion("loads and stores stay inside the tensors (one case replayed in the interpreter)",
+                            target="no access outside") as row:
+            q, k, v = _inputs(2, 4, 2, 37, 64, torch.float16, gen)
+            with trips.counting():
+                _call(card, fn, q, k, v, torch.tensor([1, 37], dtype=torch.int32, device=DEVICE), name)
+        if row.status != "passed":
+            return card.finish()
+    plain = [s for s in _SHAPES if s[5] is None]
+    with card.criterion("fp16: GQA 1, 4 and 8 query heads per KV head, D = 64 and 128, N ragged",
+                        target="rtol 1e-2"):
+        for shape in plain:
+            _check_case(card, fn, name, shape, torch.float16, gen)
+        card.measured(f"{len(plain)} shapes, N = {', '.join(str(s[3]) for s in plain)}")
+    ragged = [s for s in _SHAPES if s[5] is not None]
+    with card.criterion("fp16: seq_lens ragged, with sequences of 1 key and of N keys", target="rtol 1e-2"):
+        for shape in ragged:
+            _check_case(card, fn, name, shape, torch.float16, gen)
+        card.measured(f"{len(ragged)} batches")
+    with card.criterion("fp32, seq_lens ragged", target="rtol 1e-5" if INTERPRET or not ON_GPU else "rtol 5e-3 (tf32)"):
+        for shape in _FP32_SHAPES:
+            _check_case(card, fn, name, shape, torch.float32, gen)
+        card.measured(f"{len(_FP32_SHAPES)} batch")
+    with card.criterion("bf16 (on GPUs that have it)", target="rtol 3e-2"):
+        if not capability.plan().bf16 or INTERPRET:
+            card.not_measured("this machine has no bf16 for Triton (a T4, or the CPU interpreter); fp16 stands in.")
+        _check_case(card, fn, name, (2, 8, 2, 1000, 128, "ragged"), torch.bfloat16, gen)
+        card.measured("1 batch")
+    with card.criterion("bad input is refused with a ValueError that says why", target="6 of 6"):
+        _bad_inputs(card, fn, name)
+    _budget(card, fn, name)
+    _no_scores(card, fn, name)
+    _performance(card, fn)
+    return card.finish()
