@@ -52,6 +52,13 @@ SDPA_BATCHES = (8, 32, 64)
 _SLOW = ("Likely causes: too few programs (at B = 1 there are only 8 KV heads: are the keys split so that "
          "B · H_kv · splits is a few times the number of SMs?), too many splits (each writes D + 2 fp32 numbers "
          "per query head that the merge reads back), or small blocks of keys per loop step.")
+# at B >= 32 SDPA already streams the cache at the copy ceiling: a kernel can tie it, not beat it
+_AT_CEILING = ("At this batch there are hundreds of (sequence, KV head) pairs and SDPA already moves the cache at "
+               "the copy ceiling (the line above gives both shares): a kernel that ties it lands within about half a "
+               "percent of 1.0× either side from run to run, so a miss that small is parity within the timing's "
+               "noise (the target stays ≥ 1.0×). A larger one: extra bytes (more splits than one at this batch "
+               "writes partial results and adds a merge), or a tile of keys too small or too large for the "
+               "stages.")
 
 
 def max_splits(n: int) -> int:
@@ -435,7 +442,7 @@ def _performance(card, fn):
             return theirs / mine, (f"yours {mine * 1e3:.0f} µs ({100 * kv / mine / 1e6 / copy:.0f} % of copy), SDPA "
                                    f"{theirs * 1e3:.0f} µs ({100 * kv / theirs / 1e6 / copy:.0f} %)")
         card.performance(f"B = {bb}, {label}: SDPA's time / yours", vs_sdpa, target=TARGET_VS_SDPA, unit="×",
-                         diagnosis=_SLOW)
+                         diagnosis=_AT_CEILING if bb >= 32 else _SLOW)
     torch.cuda.empty_cache()
 
 
