@@ -34,6 +34,18 @@ def sum_rows_kernel(part_ptr, out_ptr, P, N, BLOCK: tl.constexpr):
 
 
 @triton.jit
+def sum_rows_2d_kernel(part_ptr, out_ptr, P, N, BLOCK_P: tl.constexpr, BLOCK: tl.constexpr):
+    # the same sum, BLOCK_P partial rows per step: a [BLOCK_P, BLOCK] tile in flight, not one row
+    cols = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    acc = tl.zeros([BLOCK_P, BLOCK], tl.float32)
+    for p0 in range(0, P, BLOCK_P):
+        rows = p0 + tl.arange(0, BLOCK_P)
+        mask = (rows[:, None] < P) & (cols[None, :] < N)
+        acc += tl.load(part_ptr + rows[:, None] * N + cols[None, :], mask=mask, other=0.0)
+    tl.store(out_ptr + cols, tl.sum(acc, axis=0).to(out_ptr.dtype.element_ty), mask=cols < N)
+
+
+@triton.jit
 def fwd_kernel(x_ptr, r_ptr, w_ptr, y_ptr, h_ptr, rstd_ptr, N, eps, BLOCK: tl.constexpr):
     row = tl.program_id(0)
     cols = tl.arange(0, BLOCK)
@@ -64,6 +76,27 @@ def bwd_kernel(dy_ptr, dh_ptr, h_ptr, w_ptr, rstd_ptr, dx_ptr, part_ptr, M, N, R
         g = dy * w
         dx = rstd * (g - n * (tl.sum(g * n, axis=0) / N))
         dx += tl.load(dh_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+        tl.store(dx_ptr + offs, dx.to(dx_ptr.dtype.element_ty), mask=mask)
+        dw += dy * n
+    tl.store(part_ptr + p * N + cols, dw, mask=mask)
+
+
+@triton.jit
+def bwd_kernel_dh_first(dy_ptr, dh_ptr, h_ptr, w_ptr, rstd_ptr, dx_ptr, part_ptr, M, N, ROWS, BLOCK: tl.constexpr):
+    # the solution's kernel with dh loaded before the row's sum rather than after it
+    p = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < N
+    w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+    dw = tl.zeros([BLOCK], tl.float32)
+    for row in range(p * ROWS, tl.minimum(p * ROWS + ROWS, M)):
+        offs = row * N + cols
+        rstd = tl.load(rstd_ptr + row)
+        n = tl.load(h_ptr + offs, mask=mask, other=0.0).to(tl.float32) * rstd
+        dy = tl.load(dy_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+        dh = tl.load(dh_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+        g = dy * w
+        dx = rstd * (g - n * (tl.sum(g * n, axis=0) / N)) + dh
         tl.store(dx_ptr + offs, dx.to(dx_ptr.dtype.element_ty), mask=mask)
         dw += dy * n
     tl.store(part_ptr + p * N + cols, dw, mask=mask)
@@ -256,5 +289,103 @@ def main():
     print(f"\n(total {time.time() - t0:.0f} s)")
 
 
+def sweep2():
+    """The backward kernel alone, by rows per program and warps; the dweight sum alone, by kernel and tile;
+    then the best pair through autograd against torch.compile, three times each, interleaved."""
+    ceiling = bench.ceilings()
+    copy = ceiling.copy_gbps
+    least = 4 * 2 * M * N
+    print(f"device: {torch.cuda.get_device_name()}  copy ceiling {copy:,.0f} GB/s [{ceiling.source[:40]}...]")
+    torch.manual_seed(0)
+    x, r = torch.randn(M, N, device="cuda", dtype=torch.float16), torch.randn(M, N, device="cuda", dtype=torch.float16)
+    w = (1 + 0.1 * torch.randn(N, device="cuda")).half()
+    y, h = reference(x, r, w)
+    rstd = torch.rsqrt(h.float().pow(2).mean(-1) + EPS)
+    dy, dh = torch.randn_like(h), torch.randn_like(h)
+    dx = torch.empty_like(h)
+    print(f"\nbackward kernel alone (no dweight sum), fp16 {M} x {N}")
+    print(f"{'rows/program':>12}{'P':>7}{'warps':>6}{'us':>8}{'of copy':>9}")
+    for rows in (16, 32, 63, 125, 249):
+        P = triton.cdiv(M, rows)
+        part = torch.empty((P, N), device="cuda", dtype=torch.float32)
+        for warps in (8, 16):
+            t = bench.time(lambda: bwd_kernel[(P,)](dy, dh, h, w, rstd, dx, part, M, N, rows, BLOCK=N, num_warps=warps))
+            print(f"{rows:>12}{P:>7}{warps:>6}{t * 1e3:>8.1f}{(least + 4 * P * N) / t / 1e6 / copy:>9.0%}")
+    print("\ndweight sum alone: P partial fp32 rows of 4096 -> one row (us); L2 holds the partials as after the kernel"
+          " in a real backward, but do_bench flushes it: an upper bound")
+    variants = [("given, BLOCK 256", 0, 256, 4), ("given, BLOCK 64", 0, 64, 2), ("given, BLOCK 32", 0, 32, 1),
+                ("tile 16 x 64", 16, 64, 4), ("tile 32 x 64", 32, 64, 4), ("tile 16 x 128", 16, 128, 4),
+                ("tile 32 x 32", 32, 32, 4), ("tile 64 x 32", 64, 32, 4)]
+    Ps = (132, 263, 521, 1024, 2048)
+    print(f"{'':22}" + "".join(f"{'P=' + str(P):>9}" for P in Ps))
+    for name, bp, blk, warps in variants:
+        row = []
+        for P in Ps:
+            part = torch.randn((P, N), device="cuda", dtype=torch.float32)
+            dw = torch.empty_like(w)
+            if bp == 0:
+                fn = lambda: sum_rows_kernel[(triton.cdiv(N, blk),)](part, dw, P, N, BLOCK=blk, num_warps=warps)
+            else:
+                fn = lambda: sum_rows_2d_kernel[(triton.cdiv(N, blk),)](part, dw, P, N, BLOCK_P=bp, BLOCK=blk,
+                                                                         num_warps=warps)
+            t = bench.time(fn)
+            if P == Ps[-1]:
+                assert torch.allclose(dw.float(), part.sum(0), atol=1e-1, rtol=1e-2)
+            row.append(t * 1e3)
+        print(f"{name:22}" + "".join(f"{v:>9.1f}" for v in row))
+    part = torch.randn((2048, N), device="cuda", dtype=torch.float32)
+    print(f"{'torch .sum(0) (Inductor)':22}" + f"{'':>36}{bench.time(lambda: part.sum(0).half()) * 1e3:>9.1f}")
+
+    def launch(dy, dh, h, w, rstd, rows, warps, bp, blk):
+        P = triton.cdiv(M, rows)
+        dx = torch.empty_like(h)
+        part = torch.empty((P, N), device=h.device, dtype=torch.float32)
+        bwd_kernel[(P,)](dy, dh, h, w, rstd, dx, part, M, N, rows, BLOCK=N, num_warps=warps)
+        dw = torch.empty_like(w)
+        sum_rows_2d_kernel[(triton.cdiv(N, blk),)](part, dw, P, N, BLOCK_P=bp, BLOCK=blk)
+        return dx, dw
+
+    compiled = torch.compile(reference, dynamic=False)
+    bw_c = backward_of(compiled, x, r, w)
+    print(f"\nthrough autograd, 3 rounds interleaved: ms (x compile)")
+    cands = [(63, 8, 32, 64), (125, 16, 32, 64), (125, 8, 32, 64), (32, 16, 32, 64), (32, 8, 32, 64), (16, 8, 32, 64)]
+    for round_ in range(3):
+        t_c = bench.time(bw_c)
+        line = f"round {round_}: compile {t_c:.3f}"
+        for rows, warps, bp, blk in cands:
+            Solution.cfg = {}
+            orig = launch_bwd.__code__
+            def bwd(ctx, dy_, dh_, rows=rows, warps=warps, bp=bp, blk=blk):
+                h_, w_, rstd_ = ctx.saved_tensors
+                dx_, dw_ = launch(dy_.contiguous(), dh_.contiguous(), h_, w_, rstd_, rows, warps, bp, blk)
+                return dx_, dx_, dw_, None
+            Solution.backward = staticmethod(bwd)
+            t = bench.time(backward_of(solution, x, r, w))
+            line += f" | {rows}r {warps}w: {t:.3f} ({t_c / t:.2f}x)"
+        print(line)
+
+
+def hoist():
+    """dh loaded after the row's sum (the old solution) or before it, the kernel alone, 3 rounds interleaved."""
+    torch.manual_seed(0)
+    h = torch.randn(M, N, device="cuda", dtype=torch.float16)
+    w = (1 + 0.1 * torch.randn(N, device="cuda")).half()
+    rstd = torch.rsqrt(h.float().pow(2).mean(-1) + EPS)
+    dy, dh = torch.randn_like(h), torch.randn_like(h)
+    dx0, dx1 = torch.empty_like(h), torch.empty_like(h)
+    print(f"backward kernel alone, us: dh loaded after the row's sum | before it")
+    for rows, warps in ((125, 16), (125, 8), (63, 8), (63, 16)):
+        P = triton.cdiv(M, rows)
+        part = torch.empty((P, N), device="cuda", dtype=torch.float32)
+        ts = []
+        for _ in range(3):
+            for k, dx in ((bwd_kernel, dx0), (bwd_kernel_dh_first, dx1)):
+                ts.append(bench.time(lambda: k[(P,)](dy, dh, h, w, rstd, dx, part, M, N, rows, BLOCK=N,
+                                                     num_warps=warps)) * 1e3)
+        assert torch.allclose(dx0.float(), dx1.float(), atol=1e-2, rtol=1e-3)
+        print(f"{rows:>4} rows/program, {warps:>2} warps: after {sorted(ts[0::2])[1]:6.1f} | before "
+              f"{sorted(ts[1::2])[1]:6.1f}   (medians of 3)")
+
+
 if __name__ == "__main__":
-    main()
+    hoist() if "--hoist" in sys.argv else sweep2() if "--sweep2" in sys.argv else main()

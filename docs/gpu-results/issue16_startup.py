@@ -137,6 +137,14 @@ def main():
                 wall, g, dropped = bare(mod, c)
                 print(f"{mod:28}{('cold' if dropped else 'warm?') if c else 'warm':>6}{wall:>8.2f}"
                       + "".join(f"{g[k]:>8.2f}" for k in cols))
+    if "--bare" in args:
+        print("\nplain `python -c 'import X'` (no -X importtime), wall s, a fresh process each")
+        for mod, c in [("torch", True), ("torch", False), ("torch", False), ("torch, triton, course_utils", False)]:
+            dropped = drop_cache() if c else False
+            code = "import " + mod.replace(", ", "; import ")
+            t0 = time.perf_counter()
+            subprocess.run([sys.executable, "-c", code], env=dict(os.environ, TRITON_INTERPRET="0"), check=True)
+            print(f"{mod:28}{('cold' if dropped else 'warm?') if c else 'warm':>6}{time.perf_counter() - t0:>8.2f}")
     print("\nimports cell (second code cell) in a fresh Jupyter kernel: wall s of the cell, then own import time by"
           " group (-X importtime, which adds some overhead)")
     print(head + "   loaded after the cell")
