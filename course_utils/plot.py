@@ -2,28 +2,39 @@
 
 matplotlib only. Each function draws into `ax` (or a new figure) and returns the Axes; a notebook's
 inline backend shows the figure at the end of the cell, and with MPLBACKEND=Agg nothing opens.
+matplotlib is imported at the first figure, not with the course: a lesson's first cell does not wait
+for it (about a second on a fresh machine).
 """
 from __future__ import annotations
 
 import numpy as np
-import matplotlib.pyplot as plt
 
 
-# Readable from the back of a classroom: text a size or two above matplotlib's defaults. Set on import
-# and again for every figure drawn here (Jupyter's inline backend applies its own settings on start-up).
+# Readable from the back of a classroom: text a size or two above matplotlib's defaults. Set for every
+# figure drawn here (Jupyter's inline backend applies its own settings when pyplot is imported).
 PROJECTOR = {"font.size": 13, "axes.titlesize": 14, "axes.labelsize": 13, "xtick.labelsize": 12,
              "ytick.labelsize": 12, "legend.fontsize": 11, "lines.linewidth": 2.0, "lines.markersize": 6}
 
 
-def style() -> None:
+def pyplot():
+    """matplotlib.pyplot, in the course's style: for a figure drawn by hand, `plt = plot.pyplot()`."""
+    import matplotlib.pyplot as plt
     plt.rcParams.update(PROJECTOR)
+    return plt
 
 
-style()
+def style() -> None:
+    pyplot()
+
+
+def __getattr__(name):
+    if name == "plt":   # plot.plt, as when pyplot was imported with this module
+        return pyplot()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _axes(ax, size=(6.4, 4.2)):
-    style()
+    plt = pyplot()
     if ax is None:
         _, ax = plt.subplots(figsize=size, layout="constrained")
     return ax
@@ -133,7 +144,7 @@ def calibration(rows, ax=None, title: str = "Your predictions: guessed against r
     ax.loglog(x, x, color="black", lw=1.5, label="guess = revealed")
     ax.fill_between(x, x / 2, x * 2, color="gray", alpha=0.15, label="within 2x")
     lessons = sorted({r["lesson"] for r in rows})
-    colors = plt.get_cmap("tab10")
+    colors = pyplot().get_cmap("tab10")
     for i, lesson in enumerate(lessons):
         mine = [r for r in rows if r["lesson"] == lesson]
         for modelled in (False, True):

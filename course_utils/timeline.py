@@ -247,8 +247,10 @@ def draw(timelines, ax=None, title: str | None = None):
 
     Each row: a thin lane of CPU launch calls above the lane of GPU kernels; idle gaps between
     kernels are shaded. Returns the Axes."""
-    import matplotlib.pyplot as plt
     from matplotlib.patches import Patch
+
+    from .plot import pyplot
+    plt = pyplot()   # the course's style, as every figure of the course
 
     if isinstance(timelines, Timeline):
         timelines = {timelines.label or "GPU": timelines}
@@ -299,7 +301,8 @@ def schematic(counts, ax=None):
     counts: a trips.Trips or a dict name -> Trips. Each launch is drawn as a CPU block followed by a
     short GPU block, one after another; the drawing is not to scale and its axis has no numbers,
     because nothing was timed."""
-    import matplotlib.pyplot as plt
+    from .plot import pyplot
+    plt = pyplot()
 
     if not isinstance(counts, dict):
         counts = {"your function": counts}

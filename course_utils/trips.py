@@ -14,13 +14,14 @@ real launch). Bytes are *distinct* bytes per kernel, what a perfect cache would 
 from __future__ import annotations
 
 import contextlib
+import sys
 from dataclasses import dataclass, field
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from . import _interp
-from .environment import INTERPRET, in_notebook
+from .environment import INTERPRET
 
 # Operators that launch no kernel: allocation, metadata, scalar reads.
 _NO_KERNEL = {"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "set_", "resize_",
@@ -134,12 +135,28 @@ def _tensors(value):
             yield from _tensors(v)
 
 
+def _dynamo_skipped(dispatch):
+    """dispatch, kept out of Dynamo's tracing once Dynamo is loaded. torch wraps a mode's __torch_dispatch__
+    in the same way, but its wrapper imports torch._dynamo (sympy with it: two to four seconds) on the first
+    op counted. Dynamo traces nothing before it is imported, so until then the plain method runs."""
+    skipped = None
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        nonlocal skipped
+        if "torch._dynamo" not in sys.modules:
+            return dispatch(self, func, types, args, kwargs)
+        if skipped is None:
+            skipped = torch._disable_dynamo(dispatch, recursive=True)
+        return skipped(self, func, types, args, kwargs)
+    return __torch_dispatch__
+
+
 class _Recorder(TorchDispatchMode):
     def __init__(self, trips: Trips):
         super().__init__()
         self.trips = trips
 
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+    def _dispatch(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
         if not _interp.inside_launch():
@@ -175,6 +192,10 @@ class _Recorder(TorchDispatchMode):
             name=f"aten.{name}" + (f" ({lib})" if lib else ""), kind="library" if lib else "torch",
             bytes_read=rb, bytes_written=wb, requested_read=rb,
             requested_written=wb, reads=_sum_by_label(reads), writes=_sum_by_label(writes)))
+
+
+# set after the class is made, past TorchDispatchMode.__init_subclass__, which would wrap it the costly way
+_Recorder.__torch_dispatch__ = _dynamo_skipped(_Recorder._dispatch)
 
 
 def _sum_by_label(seen: dict) -> dict:
@@ -566,9 +587,3 @@ def compile(fn, **options):
     call.__name__ = f"compiled {getattr(fn, '__name__', 'fn')}"
     return call
 
-
-# The first dispatch mode of a process imports torch._dynamo (and sympy with it): two to four seconds.
-# In a notebook, pay that with `import course_utils`, where a wait is expected, rather than in the
-# middle of the lesson's first count; a plain script or test that never counts does not pay it.
-if in_notebook():
-    import torch._dynamo  # noqa: E402,F401
