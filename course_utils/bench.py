@@ -333,7 +333,7 @@ def _per(value, name):
 
 
 def compare(impls: dict, *, bytes=None, flops=None, title: str = "", plot: bool = True,
-            size: tuple | None = None) -> Report:
+            size: tuple | None = None, rounds: int = 1, rep: int = 100) -> Report:
     """Run each implementation (a zero-argument callable) and tabulate how fast it is.
 
     bytes / flops: what each implementation moves and computes, as one number (the minimum the job
@@ -343,17 +343,29 @@ def compare(impls: dict, *, bytes=None, flops=None, title: str = "", plot: bool 
     interpreter's own wall-clock is shown too, labelled as meaningless.
     size=(counted_n, model_n): the interpreter runs counted_n elements; model the GPU at model_n
     (bytes scale, launches do not). Without it the model is of the small size, launch-dominated.
-    An implementation that raises NotImplementedError shows up as "not written yet"."""
+    An implementation that raises NotImplementedError shows up as "not written yet".
+    rounds > 1 (GPU only): time every implementation once per round, in turn, and report the median over
+    the rounds, so that a drift of the clocks while the cell runs reaches all rows alike; each row keeps
+    its rounds' times under "ms runs". rep: do_bench's repeat time per timing, in ms."""
     from . import trips
     rows: list[dict] = []
     gpu = on_gpu()
     c = ceilings() if gpu else REFERENCE
-    for name, fn in progress.steps(impls.items(), title or "timing", show=lambda item: item[0]):
-        row = {"impl": name, "status": "ok"}
-        rows.append(row)
+    rounds = rounds if gpu else 1
+    steps = [(r, name, fn) for r in range(rounds) for name, fn in impls.items()]
+    by_name: dict = {}
+    for r, name, fn in progress.steps(steps, title or "timing",
+                                      show=lambda s: s[1] + (f", round {s[0] + 1} of {rounds}" if rounds > 1 else "")):
+        row = by_name.get(name)
+        if row is None:
+            row = by_name[name] = {"impl": name, "status": "ok"}
+            rows.append(row)
+        if row["status"] != "ok":
+            continue
         try:
             if gpu:
-                row["ms"] = time(fn)
+                row.setdefault("ms runs", []).append(time(fn, rep=rep))
+                row["ms"] = statistics.median(row["ms runs"])
             else:
                 t = trips.count(fn)
                 row["launches"], row["bytes"] = t.launches, t.bytes
@@ -363,8 +375,9 @@ def compare(impls: dict, *, bytes=None, flops=None, title: str = "", plot: bool 
         except NotImplementedError:
             row["status"] = "not written yet"
             continue
-        if gpu:
-            ms = row["ms"]
+    for row in rows:
+        if gpu and row["status"] == "ok":
+            name, ms = row["impl"], row["ms"]
             if isinstance(bytes, dict) and bytes.get(name):
                 row["GB/s"] = bytes[name] / ms / 1e6
                 row["of copy ceiling"] = row["GB/s"] / c.copy_gbps
@@ -384,7 +397,9 @@ def compare(impls: dict, *, bytes=None, flops=None, title: str = "", plot: bool 
         order = ["ms", "GB/s", "useful GB/s", "TFLOP/s", "of copy ceiling", "of matmul ceiling", "speedup"]
         heads = {"ms": "ms (measured)", "speedup": f"× vs {base}"}
         columns = [(k, heads.get(k, k)) for k in order if any(k in r for r in rows)]
-        notes = [f"Measured on {c.device}: median of triton.testing.do_bench, L2 flushed before each call.",
+        how = ("median of triton.testing.do_bench" if rounds == 1 else
+               f"median of {rounds} rounds, each timing every row once in turn (a triton.testing.do_bench median)")
+        notes = [f"Measured on {c.device}: {how}, L2 flushed before each call.",
                  f"Ceilings: {c.source}."]
     else:
         columns = [("launches", "launches (counted)"), ("bytes", "bytes (counted)"),
