@@ -56,19 +56,10 @@ def _norm_residual_dropped(x, residual, weight, eps):
 
 
 def _rope_shifted(shift):
+    """The eager RoPE at the angles of position pos + shift (the cache slot stays pos[b])."""
     def rope(qkv, cos, sin, pos, k_cache, v_cache):
-        b, h_kv, _, d = k_cache.shape
-        q, k, v = qkv.view(b, -1, d).split([qkv.shape[1] // d - 2 * h_kv, h_kv, h_kv], dim=1)
-        at = (pos.long() + shift).clamp(0, cos.shape[0] - 1)
-        c, s = cos[at][:, None, :], sin[at][:, None, :]
-
-        def rotate(t):
-            t1, t2 = t.float().chunk(2, dim=-1)
-            return torch.cat([t1 * c - t2 * s, t2 * c + t1 * s], dim=-1).to(t.dtype)
-        rows = torch.arange(b, device=qkv.device)
-        k_cache[rows, :, pos.long()] = rotate(k)
-        v_cache[rows, :, pos.long()] = v
-        return rotate(q)[:, :, None, :]
+        at = (torch.arange(cos.shape[0], device=cos.device) + shift).clamp(0, cos.shape[0] - 1)
+        return decoder.rope_cache(qkv, cos[at], sin[at], pos, k_cache, v_cache)
     return rope
 
 
