@@ -7,13 +7,14 @@ blank stub, and realistic wrong ones, each a piece of the step gone wrong the wa
 flash-decoding, SwiGLU); `step_cublas` all of them but the projections; `step_two_kernels` replaces only add +
 RMSNorm and SwiGLU (right numbers, too many kernels). The wrong steps change
 one piece of `step` in plain PyTorch: the grader sees the step's output, not how a piece was written."""
-import math
 
 import torch
 import triton
 import triton.language as tl
 
 from course_utils import decoder
+
+import lab_kernels_5
 
 
 @triton.jit
@@ -94,63 +95,9 @@ def rope_cache(qkv, cos, sin, pos, k_cache, v_cache):
     return q
 
 
-@triton.jit
-def _decode_split(q_ptr, k_ptr, v_ptr, lens_ptr, po_ptr, plse_ptr, N, SPLIT, scale, H: tl.constexpr,
-                  H_KV: tl.constexpr, D: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_N: tl.constexpr):
-    pair, split = tl.program_id(0), tl.program_id(1)
-    b = pair // H_KV
-    G: tl.constexpr = H // H_KV
-    g = tl.arange(0, BLOCK_H)
-    d = tl.arange(0, D)
-    heads = b * H + (pair % H_KV) * G + g
-    q = tl.load(q_ptr + heads[:, None] * D + d[None, :], mask=g[:, None] < G, other=0.0)
-    lo = split * SPLIT
-    hi = tl.minimum(lo + SPLIT, tl.load(lens_ptr + b))
-    base = pair.to(tl.int64) * N * D
-    m = tl.full([BLOCK_H], float("-inf"), tl.float32)
-    l = tl.zeros([BLOCK_H], tl.float32)
-    acc = tl.zeros([BLOCK_H, D], tl.float32)
-    for start in range(lo, hi, BLOCK_N):
-        cols = start + tl.arange(0, BLOCK_N)
-        kv = base + cols[:, None] * D + d[None, :]
-        k = tl.load(k_ptr + kv, mask=cols[:, None] < hi, other=0.0)
-        s = tl.where(cols[None, :] < hi, tl.dot(q, tl.trans(k)) * scale, float("-inf"))
-        m_new = tl.maximum(m, tl.max(s, axis=1))
-        p = tl.exp(s - m_new[:, None])
-        alpha = tl.exp(m - m_new)
-        v = tl.load(v_ptr + kv, mask=cols[:, None] < hi, other=0.0)
-        l = l * alpha + tl.sum(p, axis=1)
-        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
-        m = m_new
-    part = heads * tl.num_programs(1) + split
-    tl.store(po_ptr + part[:, None] * D + d[None, :], acc / tl.where(l > 0, l, 1.0)[:, None], mask=g[:, None] < G)
-    tl.store(plse_ptr + part, m + tl.log(l), mask=g < G)
-
-
-@triton.jit
-def _decode_merge(po_ptr, plse_ptr, o_ptr, S, D: tl.constexpr, BLOCK_S: tl.constexpr):
-    row = tl.program_id(0)
-    s = tl.arange(0, BLOCK_S)
-    d = tl.arange(0, D)
-    lse = tl.load(plse_ptr + row * S + s, mask=s < S, other=float("-inf"))
-    w = tl.exp(lse - tl.max(lse, axis=0))
-    po = tl.load(po_ptr + (row * S + s)[:, None] * D + d[None, :], mask=s[:, None] < S, other=0.0)
-    tl.store(o_ptr + row * D + d, (tl.sum(w[:, None] * po, axis=0) / tl.sum(w, axis=0)).to(o_ptr.dtype.element_ty))
-
-
 def attention(q, k, v, seq_lens):
-    b, h, _, d = q.shape
-    h_kv, n = k.shape[1], k.shape[2]
-    splits = max(1, min(16, triton.cdiv(n, 64)))
-    split = triton.cdiv(triton.cdiv(n, splits), 64) * 64
-    splits = triton.cdiv(n, split)
-    po = torch.empty(b, h, splits, d, device=q.device, dtype=torch.float32)
-    plse = torch.empty(b, h, splits, device=q.device, dtype=torch.float32)
-    o = torch.empty_like(q)
-    _decode_split[(b * h_kv, splits)](q, k, v, seq_lens, po, plse, n, split, 1 / math.sqrt(d), H=h, H_KV=h_kv, D=d,
-                                      BLOCK_H=max(16, triton.next_power_of_2(h // h_kv)), BLOCK_N=64)
-    _decode_merge[(b * h,)](po, plse, o, splits, D=d, BLOCK_S=max(16, triton.next_power_of_2(splits)))
-    return o
+    """Lab 5's right flash-decoding (tests/lab_kernels_5.py) over the cache, at most 16 splits."""
+    return lab_kernels_5.flash_decoding(q, k, v, seq_lens, splits=max(1, min(16, triton.cdiv(k.shape[2], 64))))
 
 
 @triton.jit
