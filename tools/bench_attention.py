@@ -28,36 +28,39 @@ import triton.language as tl
 
 # --- the lesson's teaching kernel (same algorithm as solutions/09_flash_attention.ipynb) ------------
 @triton.jit
-def teach_kernel(q_ptr, k_ptr, v_ptr, o_ptr, N, scale, D: tl.constexpr, BLOCK_D: tl.constexpr,
+def teach_kernel(q_ptr, k_ptr, v_ptr, o_ptr, N, qk_scale, D: tl.constexpr, BLOCK_D: tl.constexpr,
                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr):
-    start_m = tl.program_id(0) * BLOCK_M
+    start_m = (tl.num_programs(0) - 1 - tl.program_id(0)) * BLOCK_M     # the longest causal blocks first
     base = tl.program_id(1).to(tl.int64) * N * D
     rows = start_m + tl.arange(0, BLOCK_M)
     dims = tl.arange(0, BLOCK_D)
-    q = tl.load(q_ptr + base + rows[:, None] * D + dims[None, :], mask=(rows[:, None] < N) & (dims[None, :] < D),
-                other=0.0)
+    dmask = dims[None, :] < D
+    q = tl.load(q_ptr + base + rows[:, None] * D + dims[None, :], mask=(rows[:, None] < N) & dmask, other=0.0)
     m = tl.full([BLOCK_M], float("-inf"), tl.float32)
     l = tl.zeros([BLOCK_M], tl.float32)
     acc = tl.zeros([BLOCK_M, BLOCK_D], tl.float32)
     end = tl.minimum(start_m + BLOCK_M, N) if CAUSAL else N
-    for start_n in range(0, end, BLOCK_N):
-        cols = start_n + tl.arange(0, BLOCK_N)
-        kv_mask = (cols[:, None] < N) & (dims[None, :] < D)
-        k = tl.load(k_ptr + base + cols[:, None] * D + dims[None, :], mask=kv_mask, other=0.0)
-        s = tl.dot(q, tl.trans(k)) * scale
-        keep = cols[None, :] < N
-        if CAUSAL:
-            keep = keep & (cols[None, :] <= rows[:, None])
-        s = tl.where(keep, s, float("-inf"))
-        m_new = tl.maximum(m, tl.max(s, axis=1))
-        p = tl.exp(s - m_new[:, None])
-        alpha = tl.exp(m - m_new)
-        l = l * alpha + tl.sum(p, axis=1)
-        v = tl.load(v_ptr + base + cols[:, None] * D + dims[None, :], mask=kv_mask, other=0.0)
-        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
-        m = m_new
+    split = (start_m if CAUSAL else N) // BLOCK_N * BLOCK_N         # the tiles before it need no mask
+    for edge in tl.static_range(2):                                 # the loop compiled twice: unmasked, masked
+        for start_n in range(split if edge else 0, end if edge else split, BLOCK_N):
+            cols = start_n + tl.arange(0, BLOCK_N)
+            kv_mask = (cols[:, None] < N) & dmask if edge else dmask
+            k = tl.load(k_ptr + base + cols[:, None] * D + dims[None, :], mask=kv_mask, other=0.0)
+            s = tl.dot(q, tl.trans(k))
+            if edge:
+                keep = cols[None, :] < N
+                if CAUSAL:
+                    keep = keep & (cols[None, :] <= rows[:, None])
+                s = tl.where(keep, s, float("-inf"))
+            m_new = tl.maximum(m, tl.max(s, axis=1) * qk_scale)
+            p = tl.math.exp2(s * qk_scale - m_new[:, None])
+            alpha = tl.math.exp2(m - m_new)
+            l = l * alpha + tl.sum(p, axis=1)
+            v = tl.load(v_ptr + base + cols[:, None] * D + dims[None, :], mask=kv_mask, other=0.0)
+            acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None])
+            m = m_new
     tl.store(o_ptr + base + rows[:, None] * D + dims[None, :], (acc / l[:, None]).to(o_ptr.dtype.element_ty),
-             mask=(rows[:, None] < N) & (dims[None, :] < D))
+             mask=(rows[:, None] < N) & dmask)
 
 
 def teach(q, k, v, causal=False, block_m=128, block_n=64, num_warps=8, num_stages=3):
@@ -65,8 +68,8 @@ def teach(q, k, v, causal=False, block_m=128, block_n=64, num_warps=8, num_stage
     q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
     o = torch.empty_like(q)
     grid = (triton.cdiv(N, block_m), B * H)
-    teach_kernel[grid](q, k, v, o, N, D ** -0.5, D=D, BLOCK_D=triton.next_power_of_2(D), BLOCK_M=block_m,
-                       BLOCK_N=block_n, CAUSAL=causal, num_warps=num_warps, num_stages=num_stages)
+    teach_kernel[grid](q, k, v, o, N, D ** -0.5 * 1.4426950408889634, D=D, BLOCK_D=triton.next_power_of_2(D),
+                       BLOCK_M=block_m, BLOCK_N=block_n, CAUSAL=causal, num_warps=num_warps, num_stages=num_stages)
     return o
 
 
@@ -226,7 +229,7 @@ def main():
         impls.update({"naive": naive, "sdpa-flash": sdpa_with(SDPBackend.FLASH_ATTENTION),
                       "sdpa-cudnn": sdpa_with(SDPBackend.CUDNN_ATTENTION), "compile": compiled})
     if "teach" in parts:
-        for bm, bn, w, s in [(64, 64, 4, 3), (128, 64, 8, 3), (128, 128, 8, 3), (128, 64, 4, 3), (128, 32, 4, 3)]:
+        for bm, bn, w, s in [(128, 64, 8, 3), (128, 64, 8, 4), (128, 128, 8, 3), (128, 64, 4, 3), (64, 64, 4, 3)]:
             impls[f"teach {bm}x{bn} w{w} s{s}"] = (lambda bm, bn, w, s: lambda q, k, v, causal=False: teach(
                 q, k, v, causal, bm, bn, w, s))(bm, bn, w, s)
     opt_variants = {}
