@@ -4,9 +4,21 @@
   prediction a number typed, committed and revealed. Its widgets must show as widgets (not as the
   text "VBox(children=...)"), its figures as images, and no cell may crash unless it is tagged
   `raises-exception` (the exercise stubs).
-* Every solution notebook run with Run > Run All Cells and nothing clicked: the predictions wait
-  unanswered, as they do for anyone who runs a whole notebook, and the cells after them must still
-  run. nbval cannot see this path: it runs headless, where a prediction takes its default at once.
+* Run > Run All Cells with nothing clicked, on the fewest solutions that between them show every kind
+  of live output the course has (RUN_ALL, worked out from the solutions' code: each predict, hints,
+  progress, plot and timeline call, a grade card, a compare or trips table, a notebook's own display or
+  figure). The predictions wait unanswered, as they do for anyone who runs a whole notebook; the cells
+  after them must still run and every output must render. nbval cannot see this path: it runs
+  headless, where a prediction takes its default at once.
+
+What this module no longer does, and what covers it (issue 14: a notebook run twice for the same reason
+is run once): it used to Run All every solution. A solution's code is its filled student notebook's
+(they differ by the hints cell), and tests/test_live_path.py runs every filled student notebook live,
+predictions waiting, in a kernel like JupyterLab's, and checks that every cell ran without error; that
+is the same run for the same reason. What only a browser adds is the frontend drawing the outputs,
+and that depends on the kind of output, not on the notebook: hence one Run All per kind.
+Each notebook of RUN_ALL is a test class of its own, so that `--dist loadscope` shares them between the
+workers (each worker starts its own JupyterLab and Chromium).
 
 Screenshots go to build/screenshots/: look at them after a change to a lesson's layout.
 Needs Debian's `chromium` and the `playwright` package (its own browser download is not used);
@@ -38,6 +50,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SHOTS = ROOT / "build" / "screenshots"
 SOLUTIONS = sorted(ROOT.glob("solutions/*.ipynb")) + sorted(ROOT.glob("solutions/labs/*.ipynb"))
 STUDENT_00 = ROOT / "notebooks" / "00_setup.ipynb"
+STARTED = time.time()  # this worker's start: screenshots older than it are from an earlier run
 HINTS = ROOT / "course_utils" / "exercise_hints.json"
 # What a student's JupyterLab reads from the course (./course lab puts it on JUPYTER_CONFIG_PATH).
 COURSE_JUPYTER_CONFIG = ROOT / "jupyter"
@@ -135,7 +148,8 @@ def tail(path: Path, lines: int = 30) -> str:
 def browser():
     SHOTS.mkdir(parents=True, exist_ok=True)
     for old in SHOTS.glob("*.png"):  # no picture of an earlier run passes for one of this run
-        old.unlink()
+        if old.stat().st_mtime < STARTED:  # (the other xdist worker's pictures of this run stay)
+            old.unlink(missing_ok=True)
     with sync_api.sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)  # a fresh temporary profile
         yield b
@@ -320,9 +334,62 @@ def answer_prediction(page, cell, guess: str, name: str) -> str:
     return line.text_content()
 
 
-# --- every solution, Run All Cells, no prediction answered ------------------------------------------
-@pytest.mark.parametrize("notebook", SOLUTIONS, ids=lambda p: p.relative_to(ROOT).as_posix())
-def test_solution_runs_all_cells(page, lab, notebook):
+# --- Run All Cells, no prediction answered: once per kind of live output ----------------------------
+# A call that puts something on the page live: a widget, a figure, an HTML table. A notebook's own
+# display() or matplotlib figure counts as a kind of its own (nothing else shows the same thing).
+LIVE_OUTPUT = re.compile(r"\b(?:(?P<call>(?:predict|hints|progress|plot|timeline)\.\w+|bench\.compare"
+                         r"|trips\.count(?:_compiled)?)|(?P<card>grade\.\w+)|(?P<own>display|plt\.\w+))\(")
+
+
+def live_outputs(notebook: Path) -> set[str]:
+    """The kinds of live output the notebook's code cells make (see LIVE_OUTPUT)."""
+    nb = nbformat.read(notebook, as_version=4)
+    kinds = set()
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        for m in LIVE_OUTPUT.finditer(cell.source):
+            kinds.add(m["call"] or ("a grade card" if m["card"] else f"{notebook.name}'s own display"))
+    return kinds
+
+
+def run_all_cover(notebooks: list[Path], shown: set[str]) -> list[Path]:
+    """The fewest notebooks (greedy; ties to the first) whose Run All shows every kind of live output
+    that some notebook makes and that `shown` (lesson 00 cell by cell) does not already show."""
+    kinds = {nb: live_outputs(nb) - shown for nb in notebooks}
+    left, chosen = set().union(*kinds.values()), []
+    while left:
+        best = max(notebooks, key=lambda nb: len(kinds[nb] & left))
+        chosen.append(best)
+        left -= kinds[best]
+    return sorted(chosen, key=notebooks.index)
+
+
+RUN_ALL = run_all_cover(SOLUTIONS, live_outputs(STUDENT_00))
+
+
+def test_the_run_all_set_shows_every_kind_of_live_output():
+    """No kernel: the detector sees the course's live outputs, and RUN_ALL covers all of them."""
+    assert {"predict.number", "predict.scoreboard", "progress.steps", "bench.compare"} <= \
+        set().union(*map(live_outputs, SOLUTIONS)), "LIVE_OUTPUT no longer finds the course's outputs"
+    every = set().union(*map(live_outputs, SOLUTIONS)) - live_outputs(STUDENT_00)
+    assert every <= set().union(*map(live_outputs, RUN_ALL))
+    print("Run All in the browser:", [nb.relative_to(ROOT).as_posix() for nb in RUN_ALL])
+
+
+class _RunAll:
+    notebook: Path
+
+    def test_solution_runs_all_cells(self, page, lab):
+        run_all_cells(page, lab, self.notebook)
+
+
+for _nb in RUN_ALL:
+    _name = "TestRunAll_" + re.sub(r"\W", "_", _nb.relative_to(ROOT).with_suffix("").as_posix())
+    globals()[_name] = type(_name, (_RunAll,), {"notebook": _nb})
+
+
+def run_all_cells(page, lab, notebook: Path):
     name = shot_name(notebook)
     nb, cells = open_notebook(page, lab, notebook)
     shot(page, f"{name}-1-opened")
