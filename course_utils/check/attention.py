@@ -7,7 +7,7 @@ import math
 import torch
 
 from .. import capability, trips
-from ..environment import DEVICE, INTERPRET, ON_GPU, pick
+from ..environment import DEVICE, INTERPRET, ON_GPU
 from ._core import CheckFailed, Passed, compare, fail, run, own_kernels, unwritten
 
 __all__ = ["flash_attention"]
@@ -18,6 +18,28 @@ _SHAPES = [(1, 2, 67, 32), (2, 1, 83, 64), (1, 1, 45, 16), (1, 1, 70, 128), (1, 
 _GPU_SHAPES = [(2, 3, 1000, 64), (1, 2, 2049, 128)]
 _BLOCKS = (16, 32, 64, 128, 256)     # the K/V tile sizes a student may pick: the emulated mistakes try each
 _SKIP_SHAPE = (1, 1, 390, 16)        # long enough that a causal kernel which skips tiles requests far less
+
+
+def _ordinary():
+    """(dtype, shape, masks) of the ordinary cases. The interpreter runs every shape in fp32 and fp16, full and
+    causal. On a GPU each distinct (dtype, D, causal, N == 1) is a compile of the student's kernel, about a
+    second each, so each reason is tested once: in fp16, the lesson's dtype, every shape full (each D, batch and
+    head offsets, N = 1) and causal at D = 32, 64 and 128; fp32 (tf32 dots, twice the shared memory per tile)
+    at the largest D; bf16 (another element type) at D = 64."""
+    both = (False, True)
+    if not ON_GPU or INTERPRET:
+        return [(dtype, shape, both) for dtype in _dtypes() for shape in _SHAPES]
+    return ([(torch.float16, shape, both if shape[3] >= 32 and shape[2] > 1 else (False,)) for shape in _SHAPES] +
+            [(torch.float32, _SHAPES[3], (False,))] +
+            [(dtype, _SHAPES[1], (False,)) for dtype in _dtypes() if dtype == torch.bfloat16])
+
+
+def _long():
+    """(dtype, shape, masks) of the long cases, GPU only: they reuse the compiles of _ordinary's."""
+    both = (False, True)
+    cases = [(torch.float16, _GPU_SHAPES[0], both), (torch.float16, _GPU_SHAPES[1], both),
+             (torch.float32, _GPU_SHAPES[1], (False,)), (torch.bfloat16, _GPU_SHAPES[0], (False,))]
+    return [case for case in cases if case[0] in _dtypes()]
 
 
 def _tol(dtype):
@@ -194,8 +216,8 @@ def _call(fn, q, k, v, causal, name, poison=True):
     return run(_causal(fn) if causal else fn, q, k, v, name=name, poison=poison)
 
 
-def _case(fn, shape, dtype, result, name):
-    for causal in (False, True):
+def _case(fn, shape, dtype, result, name, masks=(False, True)):
+    for causal in masks:
         q, k, v = _inputs(shape, dtype)
         try:
             out = _call(fn, q, k, v, causal, name)
@@ -218,11 +240,8 @@ def flash_attention(fn) -> Passed:
         with trips.counting():
             for causal in (False, True):
                 _call(fn, *_inputs((1, 1, 45, 32), torch.float32), causal, name)
-    for dtype in _dtypes():
-        # bf16 is the same kernel with another element type: two shapes of it say enough, and every shape is
-        # a compile on a GPU
-        for shape in _SHAPES if dtype != torch.bfloat16 else _SHAPES[:2]:
-            _case(fn, shape, dtype, result, name)
+    for dtype, shape, masks in _ordinary():
+        _case(fn, shape, dtype, result, name, masks)
     # right on every ordinary case: now the bytes (plain PyTorch attention fails here), then the hard cases
     result.traffic = _budget(fn, name)
     # Scores near ±100, in fp16 (in fp32 a GPU's tf32 dot would blur them): exp(s) overflows unless the
@@ -245,9 +264,8 @@ def flash_attention(fn) -> Passed:
                  "number, 65,504. Keep acc, l and m in fp32 (tl.zeros(..., tl.float32)) and convert only the "
                  "final o to the output's dtype.", key="fp16-acc")
     result.cases.append(_case_name(shape, q.dtype, False, " v≈1000 (fp16 accumulator)"))
-    for dtype in _dtypes():   # on a GPU: long sequences, many tiles
-        for shape in pick(gpu=_GPU_SHAPES if dtype != torch.bfloat16 else _GPU_SHAPES[:1], cpu=[]):
-            _case(fn, shape, dtype, result, name)
+    for dtype, shape, masks in (_long() if ON_GPU and not INTERPRET else []):   # on a GPU: long sequences
+        _case(fn, shape, dtype, result, name, masks)
     _skips_masked_tiles(fn, name)
     return result
 
