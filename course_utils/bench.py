@@ -79,6 +79,23 @@ def time(fn, *, warmup: int = 25, rep: int = 100, calls: int = 1) -> float:
     return _wall_ms(fn, warmup, rep)
 
 
+def interleaved(fns: dict, rounds: int = 3, *, warmup: int = 25, rep: int = 100) -> dict:
+    """{name: median ms} of `rounds` timings of each zero-argument callable, taken in turn: every round times
+    each one once, every other round in reverse order. A GPU at its power limit slows down as a cell runs,
+    and a kernel timed right after a power-hungry one pays for it: interleaving spreads both over every
+    name alike. A name whose call raises maps to the exception instead, and is not timed again."""
+    times: dict = {name: [] for name in fns}
+    names = list(fns)
+    for r in range(rounds):
+        for name in names[::-1] if r % 2 else names:
+            if isinstance(times[name], list):
+                try:
+                    times[name].append(time(fns[name], warmup=warmup, rep=rep))
+                except Exception as e:   # a back-end this GPU lacks; the others still get timed
+                    times[name] = e
+    return {name: t if isinstance(t, Exception) else statistics.median(t) for name, t in times.items()}
+
+
 def _wall_ms(fn, warmup: float, rep: float) -> float:
     start = _clock.perf_counter()
     while (_clock.perf_counter() - start) * 1e3 < warmup:
@@ -344,15 +361,18 @@ def compare(impls: dict, *, bytes=None, flops=None, title: str = "", plot: bool 
     size=(counted_n, model_n): the interpreter runs counted_n elements; model the GPU at model_n
     (bytes scale, launches do not). Without it the model is of the small size, launch-dominated.
     An implementation that raises NotImplementedError shows up as "not written yet".
-    rounds > 1 (GPU only): time every implementation once per round, in turn, and report the median over
-    the rounds, so that a drift of the clocks while the cell runs reaches all rows alike; each row keeps
-    its rounds' times under "ms runs". rep: do_bench's repeat time per timing, in ms."""
+    rounds > 1 (GPU only): time every implementation once per round, in turn (every other round in reverse
+    order), and report the median over the rounds, so that a drift of the clocks while the cell runs
+    reaches all rows alike; each row keeps its rounds' times under "ms runs". rep: do_bench's repeat time
+    per timing, in ms."""
     from . import trips
     rows: list[dict] = []
     gpu = on_gpu()
     c = ceilings() if gpu else REFERENCE
     rounds = rounds if gpu else 1
-    steps = [(r, name, fn) for r in range(rounds) for name, fn in impls.items()]
+    # in turn, every other round reversed, as interleaved() does (kept inline for the progress bar)
+    items = list(impls.items())
+    steps = [(r, name, fn) for r in range(rounds) for name, fn in (items[::-1] if r % 2 else items)]
     by_name: dict = {}
     for r, name, fn in progress.steps(steps, title or "timing",
                                       show=lambda s: s[1] + (f", round {s[0] + 1} of {rounds}" if rounds > 1 else "")):
@@ -398,7 +418,8 @@ def compare(impls: dict, *, bytes=None, flops=None, title: str = "", plot: bool 
         heads = {"ms": "ms (measured)", "speedup": f"× vs {base}"}
         columns = [(k, heads.get(k, k)) for k in order if any(k in r for r in rows)]
         how = ("median of triton.testing.do_bench" if rounds == 1 else
-               f"median of {rounds} rounds, each timing every row once in turn (a triton.testing.do_bench median)")
+               f"median of {rounds} rounds, each timing every row once in turn, every other round in reverse "
+               "(a triton.testing.do_bench median)")
         notes = [f"Measured on {c.device}: {how}, L2 flushed before each call.",
                  f"Ceilings: {c.source}."]
     else:

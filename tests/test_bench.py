@@ -197,3 +197,24 @@ def test_peak_bytes_without_a_gpu_says_so_rather_than_measure():
 def test_graph_time_without_a_gpu_says_so_rather_than_measure():
     with pytest.raises(RuntimeError, match="where a GPU is"):
         bench.graph_time([lambda: torch.zeros(4)])
+
+
+def test_interleaved_takes_turns_reverses_every_other_round_and_keeps_going_past_a_failure(monkeypatch):
+    order, ms = [], {"a": iter([3.0, 1.0, 2.0]), "b": iter([5.0, 9.0, 4.0])}
+
+    def fake_time(fn, **kw):
+        return fn()
+
+    def timed(name):
+        def fn():
+            order.append(name)
+            if name == "c":
+                raise RuntimeError("no such back-end")
+            return next(ms[name])
+        return fn
+
+    monkeypatch.setattr(bench, "time", fake_time)
+    out = bench.interleaved({n: timed(n) for n in "abc"}, rounds=3)
+    assert order == ["a", "b", "c", "b", "a", "a", "b"]     # c raised in round 1 and is not called again
+    assert out["a"] == 2.0 and out["b"] == 5.0             # medians of each name's own rounds
+    assert isinstance(out["c"], RuntimeError)
