@@ -69,6 +69,10 @@ _HINTS = [
      "tl.load or tl.store got a number where a pointer belongs: compare the order of the arguments at "
      "the launch with the order of the kernel's parameters."),
     ("outside of the scope of a kernel", _NO_GRID),     # on a GPU; the interpreter's is found below
+    ("No function definition found for kernel",
+     "Triton compiles a kernel from its source, and found no `def name(...):` line in it: write the kernel "
+     "as a plain function, `@triton.jit` on the line above `def`, in a file or a cell of its own (not a "
+     "lambda, nor a function made by exec), and run that cell again."),
     ("out of resource",
      "the block needs more on-chip memory than one SM has: use a smaller BLOCK."),
 ]

@@ -175,6 +175,73 @@ def test_a_check_failure_keeps_the_hint_it_carries():
         check.vector_add(vector_add)
 
 
+# --- a failed check names an exercise hint only for a diagnosis it recognised -------------------------
+@triton.jit
+def softmax_calling_nothing(x_ptr, y_ptr, N, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, helper_never_defined(tl.load(x_ptr + offs, mask=offs < N)), mask=offs < N)  # noqa: F821
+
+
+def online_softmax_with_an_undefined_helper(x):
+    y = torch.empty_like(x)
+    softmax_calling_nothing[(x.shape[0],)](x, y, x.shape[1], BLOCK=1024)
+    return y
+
+
+def online_softmax_jitting_a_lambda(x):
+    y = torch.empty_like(x)
+    triton.jit(lambda x_ptr, y_ptr: None)[(1,)](x, y)     # Triton finds no `def` in a lambda's source
+    return y
+
+
+def test_an_unrecognised_triton_error_names_no_exercise_hint():
+    """online_softmax's hints (like labs 3 to 6's) list the key that every crash used to get, so a
+    kernel calling an undefined helper was sent to the recipe. Now: Triton's error, and no hint."""
+    from course_utils import check
+    with pytest.raises(CheckFailed, match="helper_never_defined") as e:
+        check.online_softmax(online_softmax_with_an_undefined_helper)
+    assert e.value.diagnosis is None and "See hint" not in str(e.value) and "Hint:" not in str(e.value)
+
+
+def test_a_known_triton_error_is_explained_and_names_no_exercise_hint():
+    from course_utils import check
+    with pytest.raises(CheckFailed, match="No function definition found") as e:
+        check.online_softmax(online_softmax_jitting_a_lambda)
+    assert "Hint: Triton compiles a kernel from its source" in str(e.value)
+    assert e.value.diagnosis is None and "See hint" not in str(e.value)
+
+
+def test_a_recognised_diagnosis_still_names_its_hint():
+    from course_utils import check
+    from hinted import assert_names_hint
+
+    def online_softmax(x):
+        raise NotImplementedError("write the kernel")
+    with pytest.raises(CheckFailed) as e:
+        check.online_softmax(online_softmax)
+    assert e.value.diagnosis == "stub"
+    assert_names_hint(str(e.value), "online_softmax", 1)
+
+
+def test_a_graders_crash_row_names_no_hint_and_its_stub_row_does():
+    """Lab 5's hint 1 lists the stub and the old catch-all key: its card names it for the stub only."""
+    from course_utils import grade
+    card = grade.Scorecard("Lab 5 · t", hints="lab5.flash_decoding", performance=False)
+    x = torch.randn(2, 100, device=cu.DEVICE)
+    def divides_by_zero(t):
+        return 1 / 0
+
+    def stub(t):
+        raise NotImplementedError("write the kernel")
+    for fn in (online_softmax_with_an_undefined_helper, online_softmax_jitting_a_lambda, divides_by_zero, stub):
+        with card.criterion(fn.__name__):
+            card.call(fn, x)
+    *crashes, stub = card.rows
+    assert all(r.status == "failed" and "See hint" not in r.diagnosis for r in crashes), card.text()
+    assert "raised ZeroDivisionError" in crashes[-1].diagnosis
+    assert stub.diagnosis.splitlines()[-1].startswith("See hint 1 ("), stub.diagnosis
+
+
 # --- IPython prints the hint under the traceback ---------------------------------------------------
 @pytest.fixture
 def shell():

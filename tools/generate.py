@@ -70,7 +70,7 @@ HINTS_FORMAT = """\
 ### Hints: `exercise`            <- the checker's (or grader's) name: check.exercise / grade.exercise
 
 #### 1 · the idea                <- one heading per hint, numbered from 1, in order
-<!-- addresses: stub raised -->  <- optional: the diagnosis keys of CheckFailed this hint helps with
+<!-- addresses: stub unwritten --> <- optional: the diagnosis keys of CheckFailed this hint helps with
 A question or a pointer first ...
 
 #### 2 · the structure

@@ -16,7 +16,9 @@ class CheckFailed(AssertionError):
     """The student's answer is wrong; the message says how and the likely cause.
 
     diagnosis: a short key for that cause ("unwritten", "tail", "launches", or a checker's own such as
-    "tanh"); the exercise's hints list the keys each one addresses, so the failure can name a hint."""
+    "tanh"); the exercise's hints list the keys each one addresses, so the failure can name a hint.
+    None when no cause was recognised (an arbitrary exception from the student's code): then no hint is
+    named, since none was written for it."""
 
     def __init__(self, message: str = "", diagnosis: str | None = None):
         super().__init__(message)
@@ -91,10 +93,14 @@ def run(fn, *args, name: str, poison: bool = True):
     except _interp.OutOfBounds as e:
         raise CheckFailed(str(e), "out-of-bounds") from None
     except Exception as e:  # the student's own bug: keep the chain so they can read the trace
+        # No diagnosis key: nothing recognised the cause, so no exercise hint addresses it (a catch-all key
+        # sent lab 5's "No function definition found for kernel" to hint 1, the idea). The help is Triton's
+        # error in plain words, when explain() knows it; a checker that recognises the text re-raises with
+        # a key of its own (cos_chain's "fp16-cos").
         hint = explain(e)
         first = str(e).strip().splitlines()[0][:300] if str(e).strip() else ""
         msg = f"`{getattr(fn, '__name__', name)}` raised {type(e).__name__}: {first}"
-        raise CheckFailed(msg + (f"\nHint: {hint}" if hint else ""), "raised") from (None if hint else e)
+        raise CheckFailed(msg + (f"\nHint: {hint}" if hint else ""), None) from (None if hint else e)
 
 
 def bounds_check_on_gpu(fn, *args, name: str):
