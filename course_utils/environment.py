@@ -41,6 +41,16 @@ def in_notebook() -> bool:
     return ip is not None and hasattr(ip, "kernel")
 
 
+def shows_results() -> bool:
+    """True where the value of an expression typed at the prompt is shown: in Jupyter, in IPython, and in
+    the plain Python REPL (`python`, or `python -i file.py` once the file has run). A script, pytest and
+    `python -c` show nothing, so a check prints its verdict there itself (check._core.say)."""
+    ipython = sys.modules.get("IPython")    # not imported: no IPython shell (and no import cost here)
+    if ipython is not None and getattr(ipython, "get_ipython", lambda: None)() is not None:
+        return True
+    return hasattr(sys, "ps1")              # the plain REPL sets it as it starts its prompt
+
+
 def live() -> bool:
     """A person is at this notebook: a Jupyter kernel, ipywidgets installed, and not COURSE_HEADLESS
     (which tests and the GPU run set). Widgets that wait for a click are shown only then."""

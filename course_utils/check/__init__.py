@@ -2,13 +2,15 @@
 
 Each runs your function on fresh random inputs (ragged sizes, large magnitudes, the dtypes that
 matter) and either returns a short report or raises CheckFailed, an AssertionError whose message
-says what is wrong and the likely cause."""
+says what is wrong and the likely cause. Outside a shell that shows the returned value (a script,
+pytest) the check prints that verdict too: "✓ name: ..." or "✗ name: failed" and the diagnosis."""
 import functools
 import importlib
 import pkgutil
 
 from .. import hints
 from ._core import CheckFailed, Passed, explain, ready, unwritten  # noqa: F401
+from ._core import failed_verdict, say
 
 
 def pointing_to_hints(exercise: str, checker):
@@ -25,8 +27,25 @@ def pointing_to_hints(exercise: str, checker):
     return check
 
 
+def showing_verdict(exercise: str, checker):
+    """`checker`, which also prints its verdict where no shell shows it (a script, pytest): once, in any
+    context, since a notebook, IPython and the plain REPL show the returned report or the traceback."""
+    @functools.wraps(checker)
+    def check(*args, **kwargs):
+        try:
+            result = checker(*args, **kwargs)
+        except CheckFailed as e:
+            say(failed_verdict(exercise, e))
+            raise
+        if result is not None:
+            say(repr(result))
+        return result
+    return check
+
+
 # Each topic module lists its checkers in __all__; they are all reachable as check.<exercise>.
 for _mod in pkgutil.iter_modules(__path__):
     if not _mod.name.startswith("_"):
         _m = importlib.import_module(f"{__name__}.{_mod.name}")
-        globals().update({name: pointing_to_hints(name, getattr(_m, name)) for name in _m.__all__})
+        globals().update({name: showing_verdict(name, pointing_to_hints(name, getattr(_m, name)))
+                          for name in _m.__all__})

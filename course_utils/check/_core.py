@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import torch
 from torch.overrides import TorchFunctionMode
 
-from .. import _interp, trips
+from .. import _interp, environment, trips
 from ..hints import explain  # noqa: F401  (check.explain is part of the API)
 from ..environment import ON_GPU, INTERPRET
 
@@ -41,6 +41,20 @@ class Passed:
 
 def fail(msg: str, diagnosis: str | None = None):
     raise CheckFailed(msg, diagnosis)
+
+
+# --- the verdict where no shell shows it -------------------------------------------------------------
+def say(verdict: str) -> None:
+    """Print a check's or a grader's verdict where nothing else would show it: a script, pytest, `python -c`.
+    Jupyter, IPython and the plain REPL show a returned value's repr and an error's traceback themselves, so
+    printing there too would show the verdict twice (environment.shows_results)."""
+    if not environment.shows_results():
+        print(verdict, flush=True)   # flushed: before the traceback that stderr prints next
+
+
+def failed_verdict(name: str, message: str) -> str:
+    """"✗ name: failed", then the diagnosis indented under it, as a scorecard shows a failed row."""
+    return "\n".join([f"✗ {name}: failed"] + ["    " + line for line in str(message).strip().splitlines()])
 
 
 # --- poisoned allocations: an output element nobody wrote keeps this exact bit pattern -------------

@@ -36,6 +36,8 @@ Rules a row follows:
   1 not measured", then raises GradeFailed (an AssertionError; its .card is the card) if any row
   failed; otherwise it returns a Graded whose repr is that one-line total (the card is already on
   screen) and whose .rows are the rows (Row: name, target, status, measured, diagnosis, seconds).
+  Where no shell shows a returned value (a script, pytest), the card is followed by that line printed,
+  "✓ title: total" or "✗ title: total", as check.<exercise> prints its verdict there.
 - `card.call(fn, *args)` runs the student's function as the lesson checkers do (poisoned allocations,
   the stub and crashes turned into CheckFailed). `budget(...)` returns the Trips, `performance(...)` the
   number, or None when the row did not pass / was not measured.
@@ -50,7 +52,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from .. import _interp, hints, trips
-from ..check._core import CheckFailed
+from ..check._core import CheckFailed, say
 from ..environment import INTERPRET, ON_GPU, in_notebook
 from ..numbers import readable
 
@@ -313,7 +315,9 @@ class Scorecard:
             print(self.text())
 
     def finish(self, *, show: bool = True) -> Graded:
-        """Show the card; raise GradeFailed if a row failed, else return a Graded (its repr: the total)."""
+        """Show the card; raise GradeFailed if a row failed, else return a Graded (its repr: the total).
+        Where no shell shows the returned value (a script, pytest) the card is followed by the verdict line,
+        "✓ title: total" or "✗ title: total", as check.<exercise> prints its own."""
         if show:
             self.show()
         if self.failed:
@@ -323,8 +327,13 @@ class Scorecard:
             err = GradeFailed(f"{self.title}: {self.total()}. First failure, {first.name}: "
                               f"{lines[0][:200]}" + (f"\n{pointer}" if pointer else ""))
             err.card = self        # for tests and for anyone who wants the rows
+            if show:
+                say(f"✗ {self.title}: {self.total()}")   # the diagnoses are on the card just shown
             raise err
-        return Graded(self, list(self.rows))
+        graded = Graded(self, list(self.rows))
+        if show:
+            say(repr(graded))
+        return graded
 
 
 def _bytes(n: float) -> str:
