@@ -49,3 +49,56 @@ def test_bad_timings_are_refused_with_a_sentence():
 
 def test_every_target_says_why():
     assert all(t.why and t.ratio > 0 for t in targets.TARGETS.values())
+
+
+def test_a_graded_row_without_a_gpu_is_not_measured_and_names_no_number():
+    from course_utils.grade._card import NOT_MEASURED, Scorecard
+    card = Scorecard("t")
+    called = []
+    assert card.against("B = 1: against SDPA", TARGETS["lab5.b1_vs_sdpa"], lambda: called.append(1)) is None
+    row = card.rows[0]
+    assert row.status == NOT_MEASURED and not called and "no GPU here" in row.diagnosis
+    assert row.target.startswith("≥ 1× SDPA's speed, both timed now on")
+
+
+def test_tune_without_a_gpu_times_nothing_and_takes_the_first_candidate():
+    from course_utils import tune
+    made = []
+    cands = [dict(splits=4), dict(splits=8)]
+    assert tune.fastest("test.x", [1, 2], cands, lambda c, *a: made.append(c), ()) == cands[0]
+    assert tune.fastest("test.y", [1], lambda: cands[::-1], lambda c, *a: made.append(c), ()) == cands[1]
+    assert not made and "nothing tuned" in tune.report("test.x")
+
+
+def test_tune_keeps_the_fastest_caches_it_and_uses_it_inside_a_capture(monkeypatch, tmp_path):
+    # fake timings on a fake GPU: the search, the cache, and the capture (run A of issue 20 found the first
+    # candidate used inside a CUDA-graph capture instead of the cached choice)
+    import torch
+    from course_utils import bench, tune
+    monkeypatch.setattr(bench, "on_gpu", lambda: True)
+    monkeypatch.setattr(tune.env, "gpu_name", lambda: "Fake GPU")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(tune, "_memory", {})
+    monkeypatch.setattr(tune, "_hot", {})
+    monkeypatch.setattr(tune, "_copies", lambda args, l2: [args])
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda i: type("P", (), {"L2_cache_size": 1})())
+    capturing = [False]
+    monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: capturing[0])
+    us = {2: 0.030, 8: 0.012, 16: 0.015}
+    timed = []
+
+    def graph_time(calls, **kw):
+        timed.append(calls[0]())
+        return us[timed[-1]]
+    monkeypatch.setattr(bench, "graph_time", graph_time)
+    cands = [dict(splits=s) for s in us]
+    make = lambda c, *a: (lambda: c["splits"])  # noqa: E731
+    capturing[0] = True
+    assert tune.fastest("t", [1], cands, make, ()) == cands[0] and not timed   # new key in a capture: no timing
+    capturing[0] = False
+    assert tune.fastest("t", [1], cands, make, ()) == dict(splits=8) and timed == [2, 8, 16]
+    assert (tmp_path / "feed-the-beast" / "tuned-fake-gpu.json").exists()
+    tune._hot.clear()
+    capturing[0] = True
+    assert tune.fastest("t", [1], cands, make, ()) == dict(splits=8) and len(timed) == 3
+    assert "chose splits=8" in tune.report("t") and "Fake GPU" in tune.report("t")
