@@ -24,6 +24,7 @@ from .environment import DEVICE, INTERPRET, ON_GPU, pick  # noqa: E402,F401
 from . import _interp  # noqa: E402,F401  (bounds-checks every interpreted load and store)
 from . import hints, trips  # noqa: E402,F401
 from . import capability  # noqa: E402,F401  (what this GPU gets: dtypes, matmul tiles, a one-line note)
+from . import targets, tune  # noqa: E402,F401  (how a target is measured; launch parameters searched per GPU)
 
 hints.install()  # in Jupyter, a known Triton error ends with a one-line hint
 if _loading is not None:

@@ -161,17 +161,23 @@ def test_time_back_to_back_divides_by_the_calls():
     assert per_call >= 0 and len(calls) % 7 == 0
 
 
-def test_verdict_reads_the_targets_off_the_report():
+def test_verdict_judges_against_references_timed_now(monkeypatch):
     rows = [{"impl": "eager", "status": "ok", "ms": 2.0, "of copy ceiling": 0.45},
-            {"impl": "torch.compile", "status": "ok", "ms": 1.0, "of copy ceiling": 0.9},
+            {"impl": "torch.compile", "status": "ok", "ms": 1.0, "of copy ceiling": 0.8},
             {"impl": "yours", "status": "ok", "ms": 1.05, "of copy ceiling": 0.86},
             {"impl": "stub", "status": "not written yet"}]
-    measured = bench.Report("t", rows, [("ms", "ms")], [], measured=True)
+    monkeypatch.setattr(bench, "stream_ms", lambda nbytes: 0.84)     # a fake bare copy of the same bytes
+    monkeypatch.setattr(bench.env, "gpu_name", lambda: "NVIDIA H200")
+    monkeypatch.setattr(bench.env, "ON_GPU", True)
+    monkeypatch.setattr(bench.env, "INTERPRET", False)
+    measured = bench.Report("t", rows, [("ms", "ms")], [], measured=True, bytes=2**28)
     line = measured.verdict("yours", eager="eager")
     assert "86.0% of the copy ceiling; 0.952x the speed of torch.compile; 1.90x eager (measured)" in line
-    assert "92% of the copy ceiling (NOT met), >= 0.97x torch.compile (NOT met)" in line
-    assert "80% of the copy ceiling (met), >= 0.95x torch.compile (met)" in \
-        measured.verdict("yours", eager="eager", of_copy=0.8, vs_rival=0.95)
+    assert "0.8× a bare copy of the same bytes's speed" in line and "target ≥ 0.85×: NOT met" in line
+    assert "0.952× torch.compile's speed" in line and "target ≥ 0.97×: NOT met" in line
+    assert line.count("timed now on NVIDIA H200") == 2
+    assert "target ≥ 0.75×: met" in measured.verdict("yours", eager="eager", of_stream=0.75)
+    assert "target ≥ 0.95×: met" in measured.verdict("yours", eager="eager", vs_rival=0.95)
     assert measured.verdict("stub", eager="eager") == "stub is not written yet"
     model = bench.Report("t", [dict(r, **{"model ms": r.get("ms")}) for r in rows], [], [], measured=False)
     assert "(MODEL)" in model.verdict("yours", eager="eager") and "copy ceiling needs a GPU" in model.verdict("yours", eager="eager")

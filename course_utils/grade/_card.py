@@ -230,13 +230,7 @@ class Scorecard:
         sign = "≥" if higher_is_better else "≤"
         result = {}
         with self.criterion(name, target=f"{sign} {readable(target)}{unit}") as row:
-            row.timed = True
-            if not ON_GPU or INTERPRET:
-                self.not_measured(NO_GPU)
-            if not self.timing:
-                self.not_measured("timing switched off (performance=False).")
-            if needs_correct and any(r.status == FAILED and not r.timed for r in self.rows[:-1]):
-                self.not_measured("an earlier row failed, and the speed of a wrong kernel means nothing.")
+            self._may_time(row, needs_correct)
             value = measure()
             detail = ""
             if isinstance(value, tuple):
@@ -248,6 +242,31 @@ class Scorecard:
                 raise CheckFailed(f"measured {readable(value)}{unit}, short of the target {sign} "
                                   f"{readable(target)}{unit}." + (f" {diagnosis}" if diagnosis else ""))
         return result.get("value")
+
+    def _may_time(self, row: Row, needs_correct: bool) -> None:
+        """Inside a performance row: end it as not measured where no GPU times it, timing is off, or an earlier
+        correctness row failed."""
+        row.timed = True
+        if not ON_GPU or INTERPRET:
+            self.not_measured(NO_GPU)
+        if not self.timing:
+            self.not_measured("timing switched off (performance=False).")
+        if needs_correct and any(r.status == FAILED and not r.timed for r in self.rows[:-1]):
+            self.not_measured("an earlier row failed, and the speed of a wrong kernel means nothing.")
+
+    def against(self, name: str, target, measure, *, diagnosis: str = "", needs_correct: bool = True):
+        """A performance row judged by a targets.Target (course_utils/targets.py): measure() returns (your ms, the
+        reference's ms, the reference's share of the copy ceiling or None, a detail text), both times taken now on
+        this GPU. The row's target and its verdict name the GPU. Returns the Verdict, or None when not measured."""
+        result = {}
+        with self.criterion(name, target=target.text()) as row:
+            self._may_time(row, needs_correct)
+            mine, ref, share, detail = measure()
+            v = result["verdict"] = target.judge(mine, ref, ref_share=share)
+            self.measured(v.text.split("; target")[0] + (f"; {detail}" if detail else ""))
+            if not v.ok:
+                raise CheckFailed(f"{v.text}." + (f" {diagnosis}" if diagnosis else ""))
+        return result.get("verdict")
 
     def _current(self, what: str) -> Row:
         if self._row is None:

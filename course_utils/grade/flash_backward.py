@@ -15,6 +15,7 @@ import torch.nn.functional as F
 from .. import bench, trips
 from ..check._core import CheckFailed, compare, fail
 from ..environment import DEVICE, INTERPRET, ON_GPU, pick
+from ..targets import TARGETS
 from ._card import Scorecard, _bytes
 
 __all__ = ["flash_backward"]
@@ -29,7 +30,6 @@ _SHAPES = pick(gpu=[(2, 3, 300, 64), (1, 2, 200, 128)], cpu=[]) + [(1, 2, 64, 32
 # against 1.56 ms), 1.12x and 1.11x at D = 128 not causal (4.23 ms against 4.75 ms); over N = 1k to 8k,
 # D = 64/128, causal and not, from 0.86x to 1.39x. The bar, 0.8x, sits below the slowest of those.
 PERF_CASES = [(4, 16, 4096, 64, True), (4, 16, 4096, 128, False)]
-SPEED_TARGET = 0.8
 
 
 def _inputs(shape, dtype, gen):
@@ -242,7 +242,7 @@ def _performance(card, fn):
         label = (f"fp16 B·H = {b}·{h}, N = {n:,}, D = {d}{', causal' if causal else ''}: "
                  "SDPA flash backward time / yours")
         if not ON_GPU or INTERPRET:
-            card.performance(label, None, target=SPEED_TARGET, unit="×")
+            card.against(label, TARGETS["lab4.vs_sdpa_flash"], None)
             continue
 
         def measure(b=b, h=h, n=n, d=d, causal=causal):
@@ -254,7 +254,7 @@ def _performance(card, fn):
             with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
                 ref = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
                 theirs = bench.time(lambda: torch.autograd.grad(ref, (q, k, v), do, retain_graph=True))
-            return theirs / mine, f"yours {mine:.2f} ms, SDPA {theirs:.2f} ms"
-        card.performance(label, measure, target=SPEED_TARGET, unit="×",
-                         diagnosis="Are the tiles large enough for the tensor cores (64 rows or more on a GPU) "
-                                   "and the causal loops cut at the diagonal instead of masking whole blocks?")
+            return mine, theirs, None, ""
+        card.against(label, TARGETS["lab4.vs_sdpa_flash"], measure,
+                     diagnosis="Are the tiles large enough for the tensor cores (64 rows or more on a GPU) "
+                               "and the causal loops cut at the diagonal instead of masking whole blocks?")

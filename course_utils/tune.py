@@ -1,0 +1,112 @@
+"""Launch parameters chosen on the GPU at hand: a small search, cached per GPU name.
+
+A split count, a tile, warps and stages that were fastest on one GPU need not be on another (an H200 streams
+1.4x the bytes of an H100 with the same SMs). So a kernel's wrapper asks here instead of hard-coding them:
+
+    best = tune.fastest("lab5.decode", key, candidates, lambda c: (lambda: launch(c)), args)
+
+`fastest` times every candidate once per key on this GPU, as a CUDA graph of calls back to back (no host cost,
+as in a decode step) over enough copies of the inputs that none is still in L2, keeps the fastest, and caches
+the choice in memory and in ~/.cache/feed-the-beast/tuned-<gpu>.json, so the next call and the next session
+reuse it. `tune.report(name)` says what was chosen and how each candidate timed. Without a GPU (the
+interpreter) nothing is timed: the first candidate is returned.
+"""
+from __future__ import annotations
+
+import json
+import math
+
+import torch
+
+from . import bench
+from . import environment as env
+
+_memory: dict = {}     # {gpu: {name: {key: {"best": candidate, "us": {label: µs}}}}}
+_hot: dict = {}        # {(name, key): candidate}: this process's choices
+
+
+def _label(c) -> str:
+    return ", ".join(f"{k}={v}" for k, v in c.items()) if isinstance(c, dict) else str(c)
+
+
+def _store() -> dict:
+    gpu = env.gpu_name()
+    if gpu not in _memory:
+        try:
+            _memory[gpu] = json.loads(_path(gpu).read_text())
+        except (OSError, ValueError):
+            _memory[gpu] = {}
+    return _memory[gpu]
+
+
+def _path(gpu: str):
+    return bench._cache_file(gpu).with_name(bench._cache_file(gpu).name.replace("ceilings-", "tuned-"))
+
+
+def _save() -> None:
+    gpu = env.gpu_name()
+    try:
+        p = _path(gpu)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(json.dumps(_memory.get(gpu, {}), indent=1))
+    except OSError:     # a read-only home: keep it for this session only
+        pass
+
+
+def _copies(args: tuple, l2: int) -> list[tuple]:
+    """args and enough clones of its tensors that together they hold more than twice L2's bytes (at most 4 sets)."""
+    size = sum(a.numel() * a.element_size() for a in args if isinstance(a, torch.Tensor))
+    n = max(1, min(4, math.ceil(2 * l2 / max(size, 1))))
+    return [args] + [tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args) for _ in range(n - 1)]
+
+
+def fastest(name: str, key, candidates: list, make, args: tuple):
+    """The candidate whose call runs fastest on this GPU for `key`, timed once and then cached.
+
+    name: what is tuned ("lab5.decode"); key: what the choice depends on (shapes, dtype), made of strings and
+    numbers; candidates: dicts of launch parameters (or a function returning them, called only for a new key); make(candidate, *args) -> a zero-argument callable that
+    does the work once. A candidate that fails to compile or launch is skipped."""
+    hot = (name, json.dumps(key))
+    if hot in _hot:                        # the common case, kept cheap: a decode step calls this every layer
+        return _hot[hot]
+    candidates = candidates() if callable(candidates) else candidates
+    if not bench.on_gpu():
+        return candidates[0]
+    seen = _store().setdefault(name, {}).get(hot[1])
+    if seen is not None:
+        _hot[hot] = seen["best"]
+        return seen["best"]
+    if torch.cuda.is_current_stream_capturing():   # nothing can be timed inside a capture: tune before it
+        return candidates[0]
+    sets = _copies(tuple(args), torch.cuda.get_device_properties(0).L2_cache_size)
+    us = {}
+    for c in candidates:
+        try:
+            ms = bench.graph_time([make(c, *s) for s in sets], rounds=2, reps=10)
+        except Exception:   # noqa: BLE001 (out of resources, an illegal tile: not a candidate here)
+            torch.cuda.synchronize()
+            ms = None
+        if ms is not None:
+            us[_label(c)] = round(ms * 1e3, 2)
+    if not us:
+        return candidates[0]
+    best = next(c for c in candidates if _label(c) == min(us, key=us.get))
+    _store()[name][hot[1]] = {"best": best, "us": us}
+    _hot[hot] = best
+    _save()
+    return best
+
+
+def report(name: str) -> str:
+    """What `fastest` chose for `name` on this GPU, key by key, and every candidate's time."""
+    if not bench.on_gpu():
+        return f"{name}: nothing tuned (no GPU here: the interpreter takes the first candidate)."
+    chosen = _store().get(name, {})
+    if not chosen:
+        return f"{name}: nothing tuned yet on {env.gpu_name()}."
+    lines = [f"{name}, tuned on {env.gpu_name()} (CUDA-graph replay, µs a call; the fastest is chosen):"]
+    for k, entry in chosen.items():
+        times = sorted(entry["us"].items(), key=lambda e: e[1])
+        lines.append(f"  {k}: chose {_label(entry['best'])}; " + ", ".join(f"[{lab}] {t:g}" for lab, t in times[:6])
+                     + (f", … {len(times) - 6} more" if len(times) > 6 else ""))
+    return "\n".join(lines)
