@@ -27,11 +27,12 @@ def test_artifact_names_follow_the_solutions_layout():
 
 def test_an_artifact_carries_its_run_and_keeps_its_outputs(tmp_path):
     nb = executed("3.35 TB/s\n")
-    kept = gpu_run.artifact(nb, "solutions/00_setup.ipynb", INFO, "ok", 22.14)
+    peak = {"allocated": 3 * 2**30, "reserved": 4 * 2**30}
+    kept = gpu_run.artifact(nb, "solutions/00_setup.ipynb", INFO, "ok", 22.14, peak)
     assert "gpu_run" not in nb.metadata          # the notebook the report is written from is untouched
     run = kept.metadata["gpu_run"]
     assert run == {**{k: v for k, v in INFO.items() if k != "error"},
-                   "source": "solutions/00_setup.ipynb", "status": "ok", "wall_s": 22.1}
+                   "source": "solutions/00_setup.ipynb", "status": "ok", "wall_s": 22.1, "peak_gpu_memory": peak}
     path = gpu_run.save_artifact(kept, tmp_path, gpu_run.slug(INFO["device"]), "solutions/00_setup.ipynb")
     assert path == tmp_path / "nvidia-h100-80gb-hbm3" / "00_setup.ipynb"
     assert nbformat.read(path, as_version=4).cells[0].outputs[0].text == "3.35 TB/s\n"
@@ -83,3 +84,38 @@ def test_the_student_path_is_the_filled_student_notebook(tmp_path):
     nb = nbformat.read(path, as_version=4)
     assert any("cu.hints.offer(" in c.source for c in nb.cells)          # the student's notebook...
     assert not any("BEGIN SOLUTION" in c.source for c in nb.cells)      # ...with the stubs written
+
+
+class FakeKernel:
+    """A kernel manager whose kernel answers PEAK_PROBE as a GPU kernel would, by printing one line."""
+
+    def __init__(self, line, alive=True):
+        self.line, self.alive, self.ran = line, alive, []
+
+    def is_alive(self):
+        return self.alive
+
+    def client(self):
+        kernel = self
+
+        class Client:
+            def start_channels(self): pass
+            def stop_channels(self): pass
+            def wait_for_ready(self, timeout): pass
+
+            def execute_interactive(self, code, timeout, store_history, output_hook):
+                kernel.ran.append(code)
+                output_hook({"msg_type": "stream", "content": {"name": "stdout", "text": kernel.line + "\n"}})
+        return Client()
+
+
+def test_the_peak_gpu_memory_is_asked_of_the_notebooks_kernel_and_reported():
+    km = FakeKernel('gpu_run peak: {"allocated": 3221225472, "reserved": 4294967296}')
+    peak = gpu_run.peak_memory(km)
+    assert km.ran == [gpu_run.PEAK_PROBE] and "max_memory_allocated()" in km.ran[0] and "max_memory_reserved()" in km.ran[0]
+    assert peak == {"allocated": 3 * 2**30, "reserved": 4 * 2**30}
+    assert gpu_run.peak_text(peak) == "peak GPU memory 3.00 GiB allocated, 4.00 GiB reserved"
+    assert gpu_run.peak_memory(FakeKernel("gpu_run peak: null")) is None          # torch never touched a GPU
+    assert gpu_run.peak_memory(FakeKernel("", alive=False)) is None               # the kernel died
+    section = gpu_run.section("solutions/00_setup.ipynb", executed("x\n"), "ok", 20.0, INFO["date"], peak)
+    assert "**ok** in 20.0 s (run 2026-11-22 17:42 UTC); peak GPU memory 3.00 GiB allocated" in section

@@ -22,7 +22,8 @@ notebooks go to --out.
 Each executed notebook, outputs and figures included, is also kept as an artifact (what
 `./course site` builds the browsable edition from): docs/gpu-results/notebooks/<gpu>/<name>.ipynb,
 with the run in its metadata under "gpu_run" (date, device, capability, driver, torch, CUDA,
-Triton, Python, status, wall time, source path), and in the zip under --out. Bring what came back
+Triton, Python, status, wall time, source path, and the peak GPU memory the notebook held:
+torch.cuda.max_memory_allocated() and max_memory_reserved(), asked of its kernel after the run), and in the zip under --out. Bring what came back
 from a GPU machine home with --merge, the zip as well as the report:
     python3 tools/gpu_run.py --merge build/gpu/*/*.md build/gpu/*/*.zip
 (an artifact replaces the one there only if its run is not older).
@@ -129,12 +130,14 @@ def artifact_name(rel: str) -> str:
     return Path(*parts[1:]).as_posix() if len(parts) > 1 and parts[0] == "solutions" else Path(rel).name
 
 
-def artifact(nb, rel: str, info: dict, status: str, seconds: float):
-    """A copy of the executed notebook with the run it came from in its metadata."""
+def artifact(nb, rel: str, info: dict, status: str, seconds: float, peak: dict | None = None):
+    """A copy of the executed notebook with the run it came from in its metadata (peak GPU memory in
+    bytes under "peak_gpu_memory": {"allocated", "reserved"}, or null where no GPU was used)."""
     import copy
     nb = copy.deepcopy(nb)
     nb.metadata["gpu_run"] = {**{k: info[k] for k in RUN_KEYS if info.get(k)},
-                              "source": rel, "status": status, "wall_s": round(seconds, 1)}
+                              "source": rel, "status": status, "wall_s": round(seconds, 1),
+                              "peak_gpu_memory": peak}
     return nb
 
 
@@ -185,14 +188,55 @@ def kernel_manager():
     return KernelManager(kernel_name="gpu-run", kernel_spec_manager=ThisPython())
 
 
+# Asked of the kernel after the notebook's last cell (or its failure), before it shuts down: the most GPU
+# memory the notebook's tensors held at once, and what PyTorch's caching allocator reserved for them
+# (what a T4's 15 GB must hold). None where torch never touched a GPU.
+PEAK_PROBE = """import json as _json, sys as _sys
+_t = _sys.modules.get("torch")
+print("gpu_run peak:", _json.dumps({"allocated": _t.cuda.max_memory_allocated(),
+                                    "reserved": _t.cuda.max_memory_reserved()}
+      if _t is not None and _t.cuda.is_available() and _t.cuda.is_initialized() else None))"""
+
+
+def peak_memory(km, timeout: int = 60) -> dict | None:
+    """PEAK_PROBE's answer from the kernel of `km`: {"allocated": bytes, "reserved": bytes}, or None where
+    the notebook used no GPU or the kernel is gone."""
+    try:
+        if not km.is_alive():
+            return None
+        kc = km.client()
+        kc.start_channels()
+        try:
+            kc.wait_for_ready(timeout=timeout)
+            said = []
+            kc.execute_interactive(PEAK_PROBE, timeout=timeout, store_history=False, output_hook=lambda msg: said.append(
+                msg["content"].get("text", "")) if msg["msg_type"] == "stream" else None)
+        finally:
+            kc.stop_channels()
+    except Exception:  # noqa: BLE001  (a missing number, never a failed run)
+        return None
+    line = next((ln for ln in "".join(said).splitlines() if ln.startswith("gpu_run peak:")), None)
+    return json.loads(line.split(":", 1)[1]) if line else None
+
+
+def gib(n: int) -> str:
+    return f"{n / 2**30:.2f} GiB"
+
+
+def peak_text(peak: dict | None) -> str:
+    return (f"peak GPU memory {gib(peak['allocated'])} allocated, {gib(peak['reserved'])} reserved"
+            if peak else "peak GPU memory: none (no GPU used)")
+
+
 def execute(path: Path, timeout: int):
-    """Run the notebook; return (executed notebook, status, seconds)."""
+    """Run the notebook; return (executed notebook, status, seconds, peak GPU memory as PEAK_PROBE gives it)."""
     import nbformat
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
     nb = nbformat.read(path, as_version=4)
-    client = NotebookClient(nb, km=kernel_manager(), timeout=timeout, startup_timeout=180, allow_errors=False,
+    km = kernel_manager()
+    client = NotebookClient(nb, km=km, timeout=timeout, startup_timeout=180, allow_errors=False,
                             record_timing=True, resources={"metadata": {"path": str(path.parent)}})
     t0, status = time.perf_counter(), "ok"
     try:
@@ -205,7 +249,14 @@ def execute(path: Path, timeout: int):
         status = f"kernel died in cell {running_cell(nb)}"
     except Exception as e:  # noqa: BLE001  (a kernel that would not start, say: report and go on)
         status = f"could not run: {type(e).__name__}: {str(e).strip()[:300]}"
-    return nb, re.sub(r"[|\s]+", " ", status), time.perf_counter() - t0
+    seconds = time.perf_counter() - t0
+    peak = peak_memory(km)
+    try:   # the kernel was ours (km given): shut it down, so the next notebook starts with the GPU empty
+        if km.has_kernel:
+            km.shutdown_kernel(now=True)
+    except Exception:  # noqa: BLE001
+        pass
+    return nb, re.sub(r"[|\s]+", " ", status), seconds, peak
 
 
 def failed_cell(nb) -> int | str:
@@ -314,9 +365,9 @@ def fence(text: str) -> str:
     return f"{ticks}text\n{text}\n{ticks}"
 
 
-def section(name: str, nb, status: str, seconds: float, date: str) -> str:
+def section(name: str, nb, status: str, seconds: float, date: str, peak: dict | None = None) -> str:
     parts = [f"<!-- section: {name} | {status} | {seconds:.1f} | {date} -->",
-             f"## {name}", "", f"**{status}** in {seconds:.1f} s (run {date})", ""]
+             f"## {name}", "", f"**{status}** in {seconds:.1f} s (run {date}); {peak_text(peak)}", ""]
     for i, c in enumerate(nb.cells):
         if c.cell_type != "code" or not c.get("outputs"):
             continue
@@ -442,11 +493,12 @@ def main(argv: list[str] | None = None) -> int:
         for path in paths:
             rel = path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else path.name
             print(f"  {rel} ...", end=" ", flush=True)
-            nb, status, seconds = execute(path, args.timeout)
-            print(f"{status} ({seconds:.1f} s)", flush=True)
+            nb, status, seconds, peak = execute(path, args.timeout)
+            print(f"{status} ({seconds:.1f} s; {peak_text(peak)})", flush=True)
             failed += status != "ok"
-            sections[rel] = (status, f"{seconds:.1f}", info["date"], section(rel, nb, status, seconds, info["date"]))
-            kept = artifact(nb, rel, info, status, seconds)
+            sections[rel] = (status, f"{seconds:.1f}", info["date"],
+                             section(rel, nb, status, seconds, info["date"], peak))
+            kept = artifact(nb, rel, info, status, seconds, peak)
             zf.writestr(rel, nbformat.writes(kept))  # one file comes back from a lent machine, not one per notebook
             if not args.student:   # the browsable edition is built from the solutions' runs
                 save_artifact(kept, args.results / "notebooks", name, rel)
