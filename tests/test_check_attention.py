@@ -1,9 +1,14 @@
 """check.flash_attention passes right kernels written two ways and rejects the stub, realistic wrong kernels
 (each with its diagnosis), plain PyTorch attention (right numbers, N×N bytes) and a causal kernel that loads
 the tiles it masks away."""
-import pytest
+from pathlib import Path
 
-from course_utils import check
+import nbformat
+import pytest
+import torch
+
+from course_utils import capability, check
+from course_utils.check import attention
 import attention_kernels as k
 from hinted import assert_names_hint
 
@@ -48,3 +53,53 @@ def test_rejects(wrong, message, key, hint):
 def test_rejects_a_function_passed_as_its_result():
     with pytest.raises(check.CheckFailed, match=r"takes your function itself"):
         check.flash_attention(None)
+
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _lesson():
+    return nbformat.read(ROOT / "solutions" / "09_flash_attention.ipynb", as_version=4)
+
+
+def _contract():
+    text = next(c.source for c in _lesson().cells if "### Your kernel: the contract" in c.source)
+    return " ".join(text.split())
+
+
+def test_the_contract_names_every_case_tolerance_and_budget():
+    """Issue 21: every case the check tries (attention.CASES, which the checker itself uses), each
+    tolerance (TF32 on a GPU included), and the budgets with their slack are in the lesson's contract."""
+    contract = _contract()
+    missing = [case for case in attention.CASES if case not in contract]
+    assert not missing, f"the contract does not name the check's cases {missing}"
+    for dtype, written in ((torch.float16, "5e-3"), (torch.bfloat16, "3e-2"), (torch.float32, "1e-4")):
+        tol = attention._tol(dtype)      # on the interpreter; a GPU's fp32 gets fp16's, for TF32
+        assert tol["atol"] == tol["rtol"] == float(written) and written in contract
+    assert "TF32" in contract and "fp32 within 5e-3 there" in contract
+    assert f"{attention.BYTES_SLACK - 1:.0%}" in contract and f"{attention.SKIP_MAX:.0%}" in contract
+    assert "B = 1, H = 2, N = 96, D = 32" in contract and "N = 390, D = 16" in contract
+
+
+def test_the_checks_cases_come_from_CASES():
+    r = check.flash_attention(k.flash_attention)
+    shapes = attention.CASES[:len(attention._SHAPES)]
+    for b_, h, n, d in (eval(s) for s in shapes):
+        assert any(f"B={b_} H={h} N={n} D={d}" in case for case in r.cases)
+    assert sum(any(name in case for case in r.cases) for name in attention.CASES[-3:-1]) == 2
+
+
+@pytest.mark.parametrize("cc, smaller", [((9, 0), False), ((8, 0), False), ((8, 6), True), ((7, 5), True)])
+def test_tiles_follow_the_capability_plan(cc, smaller):
+    """Issue 20: the lesson's tiles() keep the H100's tuned choice where they fit and shrink on GPUs with
+    less shared memory per block. (That each choice compiles within the limit is measured by compiling
+    for each target; see the report of issue 21 and the course's compile test.)"""
+    cell = next(c.source for c in _lesson().cells if "def tiles(" in c.source)
+    src = cell[cell.index("def tiles("):cell.index("def flash_attention(q")]
+    env = {"torch": torch, "PLAN": capability.plan(cc)}
+    exec(compile(src, "09 tiles", "exec"), env)
+    assert env["tiles"](64, torch.float16)[:3] == ((64, 64, 4) if cc == (7, 5) else (128, 64, 8))
+    fp32_d128 = env["tiles"](128, torch.float32)
+    assert (fp32_d128 != (64, 64, 4, 2)) == smaller
+    env["PLAN"] = capability.plan(None)
+    assert env["tiles"](128, torch.float32) == (64, 64, 4, 1)

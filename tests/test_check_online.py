@@ -2,9 +2,14 @@
 the stub, the usual mistakes of the online recurrence (each with its diagnosis and the hint that
 addresses it), a one-block kernel that cannot hold a long row, right numbers that read x three times, and
 PyTorch's own softmax."""
+from pathlib import Path
+
+import nbformat
 import pytest
+import torch
 
 from course_utils import check
+from course_utils.check import online
 import online_kernels as k
 from hinted import assert_names_hint
 
@@ -21,16 +26,16 @@ def test_online_softmax_accepts_correct_kernels(right):
 
 @pytest.mark.parametrize("wrong, message", [
     (k.online_softmax_stub, "still the stub"),
-    (k.not_rescaled, r"float32 4x3000.*running sum is not rescaled when the max changes.*exp\(m_old − m_new\)"),
+    (k.not_rescaled, r"float32 ordinary rows 4x3000.*running sum is not rescaled when the max changes.*exp\(m_old − m_new\)"),
     (k.inverted, r"every element is NaN.*inverted exp\(m_new − m_old\)"),
-    (k.lanes_unguarded, r"float32 7x37`: every element is NaN.*yet one row of 65,536 ordinary values.*lanes past the end"),
+    (k.lanes_unguarded, r"float32 ordinary rows 7x37`: every element is NaN.*yet one row of 65,536 ordinary values.*padding past the end"),
     (k.nan_chunk, r"start with a whole block of −inf.*NaN.*m_safe = tl.where"),
     (k.pad_zero, r"padded lanes past the end of the row load 0.*here 72 per row"),
     (k.last_max, r"walk 2 subtracts the max of the last block"),
     (k.m_from_zero, r"(?s)rows of equal values.*NaN where the answer is finite.*running max starts at 0"),
     (k.no_max, r"(?s)float32 huge values.*NaN.*where the answer is finite.*Subtract the running max"),
     (k.one_block, r"(?s)longer than any block.*One block per row cannot hold this row"),
-    (k.one_block_capped, r"float32 3x5000.*only the first 4,096 columns of each row were written.*needs a loop"),
+    (k.one_block_capped, r"float32 ordinary rows 3x5000.*only the first 4,096 columns of each row were written.*needs a loop"),
     (k.three_pass, r"read x 3.00 times.*budget is 2 reads \+ 1 write.*Three walks"),
     (k.eager, r"with PyTorch \(aten._softmax\)"),
     (lambda x: None, "returned None"),
@@ -71,4 +76,46 @@ def test_nan_causes_are_told_apart_by_probes():
     with pytest.raises(check.CheckFailed) as inverted:
         check.online_softmax(k.inverted)
     assert "inverted" not in str(lanes.value) and lanes.value.diagnosis == "lane-inf"
-    assert "lanes past the end" not in str(inverted.value) and inverted.value.diagnosis == "inverted-rescale"
+    assert "padding past the end" not in str(inverted.value) and inverted.value.diagnosis == "inverted-rescale"
+
+
+def test_every_case_the_check_tries_is_a_kind_the_contract_names():
+    """The check's cases come from online.CASES, and lesson 08's stub names each kind, its tolerances and its
+    budget with the slack (issue 21: the contract must say what the check tries)."""
+    r = check.online_softmax(k.online_softmax)
+    kinds = {next(kind for kind in online.CASES if case.split(" ", 1)[1].startswith(kind)) for case in r.cases}
+    assert kinds == set(online.CASES)
+    contract = _contract()
+    for kind in online.CASES:
+        assert f"*{kind}*" in contract, f"the contract does not name the check's case {kind!r}"
+    for number in ("1e-4", "2e-3", f"{online.MAX_READS:.2f}", f"{online.MAX_WRITES:.2f}", "4 × 3,000"):
+        assert number in contract, number
+
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _lesson():
+    return nbformat.read(ROOT / "solutions" / "08_online_softmax.ipynb", as_version=4)
+
+
+def _contract():
+    return next(c.source for c in _lesson().cells if "**What the check tries**" in c.source)
+
+
+def test_the_lessons_launcher_takes_a_power_of_two_block_and_refuses_others():
+    """Issue 21: online_softmax(x, 1000) failed deep inside Triton. The launcher, given in the stub, takes
+    any power of two up to 2**20 and refuses others with a ValueError that says what to do."""
+    import triton
+    import triton.language as tl
+    cell = next(c.source for c in _lesson().cells if "def online_softmax_kernel" in c.source)
+    env = {"triton": triton, "tl": tl, "torch": torch, "warps_for": lambda b: 4}
+    exec(compile(cell, "08_online_softmax stub cell", "exec"), env)
+    x = torch.randn(3, 700)
+    for block in (1000, 0, 2**21, 96):
+        with pytest.raises(ValueError, match=r"power of two from 1 to 2\*\*20"):
+            env["online_softmax"](x, block)
+    with pytest.raises(ValueError, match="contiguous 2-D"):
+        env["online_softmax"](x.t(), 256)
+    for block in (256, 1024):          # a ragged row in blocks of 256, and in one block of 1024
+        assert torch.allclose(env["online_softmax"](x, block), torch.softmax(x, -1), atol=1e-6)

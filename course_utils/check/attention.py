@@ -18,6 +18,14 @@ _SHAPES = [(1, 2, 67, 32), (2, 1, 83, 64), (1, 1, 45, 16), (1, 1, 70, 128), (1, 
 _GPU_SHAPES = [(2, 3, 1000, 64), (1, 2, 2049, 128)]
 _BLOCKS = (16, 32, 64, 128, 256)     # the K/V tile sizes a student may pick: the emulated mistakes try each
 _SKIP_SHAPE = (1, 1, 390, 16)        # long enough that a causal kernel which skips tiles requests far less
+_BUDGET_SHAPE = (1, 2, 96, 32)       # where the bytes are counted, fp16
+BYTES_SLACK = 1.05                   # distinct bytes may exceed 4·B·H·N·D·s by 5%
+SKIP_MAX = 0.9                       # causal: at most 90% of the full attention's requested loads
+_HUGE, _V1000 = "scores near ±100", "v near 1000"
+# Every case the check tries, by the name lesson 09's contract gives it: the shapes (B, H, N, D), the
+# interpreter's and then, on a GPU, the long ones; the two hard inputs; the interpreter replay on a GPU.
+CASES = (tuple(str(s) for s in _SHAPES + _GPU_SHAPES) + (_HUGE, _V1000)
+         + ("replayed through the interpreter",))
 
 
 def _ordinary():
@@ -240,6 +248,7 @@ def flash_attention(fn) -> Passed:
         with trips.counting():
             for causal in (False, True):
                 _call(fn, *_inputs((1, 1, 45, 32), torch.float32), causal, name)
+        result.cases.append(f"(1, 1, 45, 32) float32 {CASES[-1]}")
     for dtype, shape, masks in _ordinary():
         _case(fn, shape, dtype, result, name, masks)
     # right on every ordinary case: now the bytes (plain PyTorch attention fails here), then the hard cases
@@ -249,21 +258,21 @@ def flash_attention(fn) -> Passed:
     shape = (1, 2, 67, 32)
     q, k, v = _inputs(shape, torch.float16, spread=6.0)
     _verify(_call(fn, q, k, v, False, name), q, k, v, False, name=f"{name}, {_case_name(shape, q.dtype, False)} "
-            "with scores near ±100",
+            f"with {_HUGE}",
             hint="The scores here reach about ±100 and exp(100) is far beyond even fp32 (max about 3.4e38): is the "
                  "running max subtracted before the exponential, p = exp(s − m_new), and the correction "
                  "alpha = exp(m − m_new) taken between two maxima?", key="no-max")
-    result.cases.append(_case_name(shape, q.dtype, False, " scores ±100"))
+    result.cases.append(_case_name(shape, q.dtype, False, f" {_HUGE}"))
     # Every score 0 and v near 1000: the unnormalised sum of p·v reaches N·1000, past fp16's 65,504.
     shape = (1, 1, 150, 32)
     q, k, v = _inputs(shape, torch.float16, q_zero=True, v_offset=1000.0)
     _verify(_call(fn, q, k, v, False, name), q, k, v, False,
-            name=f"{name}, {_case_name(shape, q.dtype, False)} with v near 1000 and equal scores",
+            name=f"{name}, {_case_name(shape, q.dtype, False)} with {_V1000} and equal scores",
             hint="Here every score is equal and v is near 1000, so before the final division the accumulator "
                  f"holds the sum of {shape[2]} values near 1000, about {shape[2] * 1000:,}: past fp16's largest "
                  "number, 65,504. Keep acc, l and m in fp32 (tl.zeros(..., tl.float32)) and convert only the "
                  "final o to the output's dtype.", key="fp16-acc")
-    result.cases.append(_case_name(shape, q.dtype, False, " v≈1000 (fp16 accumulator)"))
+    result.cases.append(_case_name(shape, q.dtype, False, f" {_V1000} (fp16 accumulator)"))
     for dtype, shape, masks in (_long() if ON_GPU and not INTERPRET else []):   # on a GPU: long sequences
         _case(fn, shape, dtype, result, name, masks)
     _skips_masked_tiles(fn, name)
@@ -273,14 +282,14 @@ def flash_attention(fn) -> Passed:
 def _budget(fn, name):
     """One launch that moves q, k, v and o once: 4·B·H·N·D·s distinct bytes. Plain PyTorch attention gets the
     numbers right and fails here, because it writes the N×N scores and probabilities."""
-    b, h, n, d = 1, 2, 96, 32
+    b, h, n, d = _BUDGET_SHAPE
     q, k, v = _inputs((b, h, n, d), torch.float16)
     budget = 4 * b * h * n * d * 2
     t = trips.count(run, fn, q, k, v, name=name, poison=False)
     square = [f"{k_.name} wrote {lab}" for k_ in t.kernels for lab in k_.writes if lab.endswith(f"{n}, {n}]")]
     if t.launches == 0:
         fail(f"`{name}` launched no kernel at all: did it compute on the CPU side, or return early?", "no-launch")
-    if square or t.bytes > budget * 1.05:
+    if square or t.bytes > budget * BYTES_SLACK:
         what = (f" It writes tensors of N×N = {n}×{n}: " + "; ".join(square[:3]) + "." if square else
                 f" It writes {t.bytes_written:,} bytes where o alone is {budget // 4:,}: scores or probabilities "
                 "are going to memory.")
@@ -301,7 +310,7 @@ def _skips_masked_tiles(fn, name):
     q, k, v = _inputs(_SKIP_SHAPE, torch.float16)
     full = trips.count(_call, fn, q, k, v, False, name, poison=False).requested_read
     causal = trips.count(_call, fn, q, k, v, True, name, poison=False).requested_read
-    if causal > 0.9 * full:
+    if causal > SKIP_MAX * full:
         n = _SKIP_SHAPE[2]
         fail(f"`{name}` is right, causal too, but with causal=True it requested {causal:,} bytes of loads, "
              f"{causal / full:.0%} of the {full:,} the full attention requests (N = {n}). Tiles of keys that "

@@ -11,6 +11,12 @@ from ._core import CheckFailed, Passed, compare, fail, own_kernels, run, unwritt
 __all__ = ["online_softmax"]
 
 NAME = "online_softmax"
+# The kinds of row the check tries, in order, each in fp32 and then fp16; the contract in lesson 08's
+# stub names each of them, and every case's label starts with its kind.
+CASES = ("ordinary rows", "huge values", "max rising along the row", "one-hot rows", "rows of equal values",
+         "−inf entries", "rows starting with −inf", "one row of 1,048,593")
+# The budget, counted on 4 x 3,000: reads and writes of x, each with 5% slack
+BUDGET_SHAPE, MAX_READS, MAX_WRITES = (4, 3000), 2.05, 1.05
 LONG = 2**20 + 17     # Triton caps a block at 2**20 elements: no single block can hold this row
 INF = float("inf")
 
@@ -41,33 +47,34 @@ _HINT_KEYS = {_HINT_HUGE: "no-max", _HINT_LEADING_INF: "inf-guard", _HINT_NEGATI
 def _cases(dtype):
     big = 1e4 if dtype == torch.float16 else 1e37      # near the top of the dtype's range
     shapes = [(4, 3000), (7, 37), (3, 5000), (2, 6151), pick(gpu=(64, 70_001), cpu=(2, 9000)), (1, 1)]
+    ordinary, huge, rising, one_hot, equal, scattered, leading, long = CASES
     for m, n in shapes:
-        yield f"{m}x{n}", 3 * torch.randn(m, n), _NAN_NO_HINT
+        yield f"{ordinary} {m}x{n}", 3 * torch.randn(m, n), _NAN_NO_HINT
 
     x = 1e4 + 100 * torch.randn(4, 3000)                # far past exp's range, exact differences
     x[3] = (big * torch.randn(3000)).clamp(-6e4, 6e4) if dtype == torch.float16 else big * torch.randn(3000)
-    yield "huge values (1e4 and beyond)", x, _HINT_HUGE
+    yield f"{huge} (1e4 and beyond)", x, _HINT_HUGE
 
     n = 4000                                          # every block raises the max: each step rescales
-    yield "max rising along the row", torch.linspace(0, 40, n).repeat(4, 1) + 0.1 * torch.randn(4, n), _NAN_NO_HINT
+    yield rising, torch.linspace(0, 40, n).repeat(4, 1) + 0.1 * torch.randn(4, n), _NAN_NO_HINT
 
     x = torch.zeros(3, 3000)
     x[0, 0], x[1, 1700], x[2, -1] = 1e4, 1e4, 1e4      # first, middle and last column
-    yield "one-hot rows", x, _HINT_ONE_HOT
+    yield one_hot, x, _HINT_ONE_HOT
 
     x = torch.tensor([-1e4, 0.0, 7.0, 1e4]).repeat_interleave(3000).view(4, 3000)
-    yield "rows of equal values (−1e4, 0, 7, 1e4)", x, _HINT_NEGATIVE
+    yield f"{equal} (−1e4, 0, 7, 1e4)", x, _HINT_NEGATIVE
 
     x = 3 * torch.randn(4, 3000)
     x[torch.rand(4, 3000) < 0.3] = -INF
-    yield "−inf entries (30%)", x, _NAN_NO_HINT
+    yield f"{scattered} (30%)", x, _NAN_NO_HINT
 
     x = 3 * torch.randn(3, 20_000)
     x[0, :16_400], x[1, :5000] = -INF, -INF            # a whole first block of −inf, for blocks up to 16384
-    yield "rows starting with 16,400 and 5,000 −inf", x, _HINT_LEADING_INF
+    yield f"{leading} (16,400 and 5,000 of them)", x, _HINT_LEADING_INF
 
     if dtype == torch.float32 or not INTERPRET:         # the interpreter walks this row slowly: once is enough
-        yield f"one row of {LONG:,} (longer than any block)", 3 * torch.randn(1, LONG), _NAN_NO_HINT
+        yield f"{long} (longer than any block)", 3 * torch.randn(1, LONG), _NAN_NO_HINT
 
 
 # --- what the usual mistakes produce, for blocks of b columns -------------------------------------------
@@ -156,15 +163,18 @@ def _all_nan(fn, x, name):
         return "right" if bool(torch.isclose(got, want, **_TOL[x.dtype]).all()) else "other"
 
     ordinary = lambda n: 3 * torch.randn(1, n)   # noqa: E731
-    full = probe(FULL, ordinary)                  # fills every lane of every block: no lane sees only padding
-    short = probe(37, ordinary)                   # lanes 37 and up of its one block never see a value
+    full = probe(FULL, ordinary)                  # fills every block: no position sees only padding
+    short = probe(37, ordinary)                   # positions 37 and up of its one block never see a value
     if full == "right" and short == "nan":
         fail(f"`{name}`: every element is NaN, and so is a row of 37 ordinary values, yet one row of {FULL:,} "
-             "ordinary values, a length that fills every lane of every block, comes out right. So the NaN comes "
-             "from lanes past the end of a row, which only ever load −inf: a running max kept per lane stays −inf "
-             "there, and exp(m_old − m_new) = exp(−inf − (−inf)) = NaN, which the final merge of the lanes "
-             "spreads to the whole row. While a lane (or the row) has seen nothing finite, subtract 0 instead "
-             "of its max.", "lane-inf")
+             "ordinary values, a length that fills every block of any power-of-two BLOCK with values of the row, "
+             "comes out right. So the NaN comes from the padding past the end of a row, which loads −inf. The "
+             "lesson's recurrence keeps one running max per row (tl.max over the block): a block with one value "
+             "of the row has a finite max, and its padding adds exp(−inf − m) = 0. A NaN here means some max "
+             "was taken over padding alone and stayed −inf, so that exp(−inf − (−inf)) = NaN: a max kept for "
+             "each position of the block (a vector of BLOCK) rather than one per row, say. Keep one max per "
+             "row, or wherever a max can still be −inf, subtract 0 instead of it, as the recurrence's guard "
+             "does.", "lane-inf")
     if full == "nan" and short == "nan" and probe(1, lambda n: torch.full((1, n), 2.0)) == "nan":
         fail(f"`{name}`: every element is NaN. The first block multiplies s = 0 by the rescale factor: "
              "exp(m_old − m_new) = exp(−inf − m_new) = 0 is harmless, but the inverted exp(m_new − m_old) "
@@ -219,7 +229,7 @@ def _call(fn, x, label):
 
 # --- the byte budget --------------------------------------------------------------------------------------
 def _budget(fn, dtype):
-    m, n = 4, 3000
+    m, n = BUDGET_SHAPE
     x = (3 * torch.randn(m, n)).to(dtype).to(DEVICE)
     t = trips.count(run, fn, x, name=NAME, poison=False)
     if t.launches == 0:
@@ -230,11 +240,11 @@ def _budget(fn, dtype):
              f"the next reads it back.\n{t.table()}", "launches")
     xb = m * n * dtype.itemsize
     reads, writes = t.requested_read / xb, t.requested_written / xb
-    if reads > 2.05 or writes > 1.05:
+    if reads > MAX_READS or writes > MAX_WRITES:
         fail(f"`{NAME}` gives the right numbers but its loads read x {reads:.2f} times and its stores write it "
              f"{writes:.2f} times ({str(dtype)[6:]}, {m} x {n}); the budget is 2 reads + 1 write. "
              + ("Three walks, max, then sum, then write? The online recurrence takes the max and the sum in one "
-                "walk: s = s * exp(m_old − m_new) + sum(exp(x − m_new))." if reads > 2.05 else
+                "walk: s = s * exp(m_old − m_new) + sum(exp(x − m_new))." if reads > MAX_READS else
                 "Is y written more than once, e.g. unnormalised first and fixed up after?")
              + f"\n{t.table()}", "bytes")
     return t
