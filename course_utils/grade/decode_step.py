@@ -78,6 +78,27 @@ def _attention_heads(how):
     return attention
 
 
+LOW_CONTEXTS = [3, 50]           # the fp16 (bf16) batch
+GREEDY_CONTEXTS = [5, 60]        # the greedy run's batch, and the one whose kernels are counted
+
+
+def _listed(values) -> str:
+    values = [str(v) for v in values]
+    return ", ".join(values[:-1]) + " and " + values[-1]
+
+
+# What the grader tries, named as the contract names it (tests/test_contracts.py): (name, what it is)
+CASES = (
+    (f"B = {len(CONTEXTS)}, contexts {_listed(CONTEXTS)}", "fp32, the tiny model: one sequence starts empty"),
+    (f"B = {len(LOW_CONTEXTS)}, contexts {_listed(LOW_CONTEXTS)}", "fp16, bf16 on a GPU whose Triton has it"),
+    (f"{STEPS} steps compared one by one", "the logits of each step, and K and V written at pos"),
+    (f"{GREEDY_STEPS} greedy steps", f"B = {len(GREEDY_CONTEXTS)}, contexts {_listed(GREEDY_CONTEXTS)}, each step "
+                                     "fed its own argmax: the same tokens as the eager step"),
+    ("kernels per step", f"B = {len(GREEDY_CONTEXTS)}, contexts {_listed(GREEDY_CONTEXTS)}: at most "
+                         f"{KERNELS_PER_LAYER} a layer + 4"),
+)
+
+
 MISTAKES = [
     (dict(rope_cache=_rope_no_write), "cache",
      "the new token's K and V never reach the cache: attention at position pos reads whatever the slot held "
@@ -140,8 +161,8 @@ def _steps(card, fn, name, model, contexts, steps):
 
 
 def _greedy(card, fn, name, model, steps):
-    start = model.new_cache(2, [5, 60])
-    tokens = model.tokens(2, seed=3)
+    start = model.new_cache(len(GREEDY_CONTEXTS), GREEDY_CONTEXTS)
+    tokens = model.tokens(len(GREEDY_CONTEXTS), seed=3)
     want_toks, want_logits = decoder.greedy(model, lambda m, c, t, p: m.step(t, c, p), start.clone(), tokens, steps)
     got_toks, _ = decoder.greedy(model, lambda m, c, t, p: _call(card, fn, m, c, t, p, name), start.clone(), tokens,
                                  steps)
@@ -162,8 +183,8 @@ def _greedy(card, fn, name, model, steps):
 
 
 def _kernels(card, fn, name, model):
-    cache = model.new_cache(2, [5, 60])
-    tokens = model.tokens(2)
+    cache = model.new_cache(len(GREEDY_CONTEXTS), GREEDY_CONTEXTS)
+    tokens = model.tokens(len(GREEDY_CONTEXTS))
     budget = KERNELS_PER_LAYER * model.cfg.layers + 4
     with card.criterion("kernels per step", target=f"≤ {budget} ({KERNELS_PER_LAYER} a layer + 4)"):
         if ON_GPU and not INTERPRET:      # a CUDA graph's kernels are seen by the profiler, not by trips
@@ -183,7 +204,7 @@ def _low_precision(card, fn, name):
     low = capability.plan().low_dtype(bf16=True)
     with card.criterion(f"{str(low)[6:]}: matches the eager step, B = 2, {STEPS} steps",
                         target=f"logits rtol {_tol(low)['rtol']:g}"):
-        _steps(card, fn, name, decoder.Decoder(decoder.TINY, dtype=low), [3, 50], STEPS)
+        _steps(card, fn, name, decoder.Decoder(decoder.TINY, dtype=low), LOW_CONTEXTS, STEPS)
         card.measured(f"{STEPS} steps")
 
 
