@@ -3,7 +3,8 @@
 
 The cases come from the checker itself: each declares them once, in a module-level CASES, (name, what it is)
 pairs (a dict of such tuples by exercise where one module checks several), and labels what it tries with
-those names. The contract is the stub cells of the exercise (its code cells with a solution region, after
+those names; a checker that makes bad calls (each to be refused with a ValueError) lists them in BAD_CALLS,
+named the same way. The contract is the stub cells of the exercise (its code cells with a solution region, after
 the previous exercise's check cell) and the markdown cells right before each. The notebooks are parsed,
 not run."""
 import importlib
@@ -73,6 +74,7 @@ def cases_of(kind: str, name: str):
     assert cases is not None, f"{module.__name__} declares no CASES: what does {kind}.{name} try?"
     if isinstance(cases, dict):
         cases = cases[name]
+    cases = tuple(cases) + tuple(getattr(module, "BAD_CALLS", ()))     # the calls it must refuse, too
     assert cases and all(isinstance(n, str) and isinstance(w, str) for n, w in cases), cases
     return module, cases
 
@@ -99,3 +101,13 @@ def test_a_lesson_budget_gives_its_slack(path, kind, name, stubs):
     # check/_core.budget lets the bytes run over by its slack: the contract says by how much
     slack = f"{round(100 * _core.BYTES_SLACK)} %"
     assert slack in contract(path, stubs), f"the contract of {name} ({path.name}) does not give the slack {slack}"
+
+
+def test_a_case_the_contract_leaves_out_is_caught():
+    # the check can fail: lab 5's contract without the falling scores, and a size that is a prefix of another
+    path, kind, name, stubs = next(p.values for p in EXERCISES if p.values[2] == "flash_decoding")
+    module, _ = cases_of(kind, name)
+    text = contract(path, stubs)
+    assert named(module.FALLING, text)
+    assert not named(module.FALLING, text.replace("scores that fall steadily", "scores that fall"))
+    assert not named("n = 1", "n = 1000, 37") and named("n = 1", "sizes n = 1, 37")

@@ -238,6 +238,19 @@ def pair(out, name: str, names: str, why: str):
     return out
 
 
+def by(shape) -> str:
+    """(3, 37) as a case's name gives it: 3 × 37."""
+    return " × ".join(str(v) for v in shape)
+
+
+def listed(values, unique: bool = False) -> str:
+    """1, 37 and 1025: the values a case tries, as its name gives them (unique: each value once)."""
+    values = [str(v) for v in values]
+    if unique:
+        values = list(dict.fromkeys(values))
+    return values[0] if len(values) == 1 else ", ".join(values[:-1]) + " and " + values[-1]
+
+
 # a byte budget's slack: what a count may run over the formula (a few small tensors, rounding); each
 # contract gives it beside its formula (tests/test_contracts.py)
 BYTES_SLACK = 0.05

@@ -8,7 +8,8 @@ import torch
 
 from .. import _interp, trips
 from ..environment import DEVICE, INTERPRET, ON_GPU, pick
-from ._core import CheckFailed, Passed, budget, bounds_check_on_gpu, compare, fail, own_kernels, run, tolerance, unwritten
+from ._core import (CheckFailed, Passed, bounds_check_on_gpu, budget, by, compare, fail, listed, own_kernels, run,
+                    tolerance, unwritten)
 
 __all__ = ["vector_add", "scaled_add", "bias_gelu"]
 
@@ -32,16 +33,6 @@ GELU_SCALES = (1.0, 30.0)        # large magnitudes: the far tails of GELU must 
 GELU_BUDGET = (16, 256)
 
 
-def listed(values, sep=" and ") -> str:
-    """1, 37 and 1025: the values a case tries, as its name gives them."""
-    values = [str(v) for v in values]
-    return values[0] if len(values) == 1 else ", ".join(values[:-1]) + sep + values[-1]
-
-
-def _by(shape) -> str:
-    return " × ".join(str(v) for v in shape)
-
-
 # What each checker tries, named as its contract names it (tests/test_contracts.py): (name, what it is)
 _1D = ((f"n = {listed(SIZES)}", "sizes that no BLOCK divides, and one element; the first one's grid is recorded"),
        ("float32 and float16", "every size in both"),
@@ -49,10 +40,10 @@ _1D = ((f"n = {listed(SIZES)}", "sizes that no BLOCK divides, and one element; t
 CASES = {
     "vector_add": _1D,
     "scaled_add": _1D + ((f"alpha = {listed(_ALPHAS)}", "one alpha per case, in turn"),),
-    "bias_gelu": ((listed([_by(s) for s in GELU_SHAPES]), "(M, N): ragged N, then one element"),
+    "bias_gelu": ((listed([by(s) for s in GELU_SHAPES]), "(M, N): ragged N, then one element"),
                   ("fp32 and fp16", "every shape in both"),
                   (f"x × {GELU_SCALES[1]:g}", "every shape again with x scaled: GELU's far tails"),
-                  (f"{_by(GELU_BUDGET)} in fp32 and in fp16", "the launches and bytes of one call are counted")),
+                  (f"{by(GELU_BUDGET)} in fp32 and in fp16", "the launches and bytes of one call are counted")),
 }
 
 
@@ -280,7 +271,7 @@ def bias_gelu(fn) -> Passed:
                      "this is the tanh approximation; the exercise asks for the exact form "
                      "0.5·v·(1 + erf(v/√2)).", "tanh"),
                 ], overflow_hint="GELU of a large |v| is v or 0: an exp() that overflows? Use erf.")
-                result.cases.append(f"{str(dtype)[6:]} {_by((m, n))}" + (f" x × {scale:g}" if scale != 1 else ""))
+                result.cases.append(f"{str(dtype)[6:]} {by((m, n))}" + (f" x × {scale:g}" if scale != 1 else ""))
     m, n = GELU_BUDGET
     result.traffic = budget(fn, (_randn(m, n), _randn(n)), name="bias_gelu", launches=1,
                             bytes=4 * (2 * m * n + n))

@@ -8,7 +8,7 @@ import torch
 
 from .. import trips
 from ..environment import DEVICE, INTERPRET, ON_GPU, pick
-from ._core import CheckFailed, Passed, budget, compare, fail, own_kernels, run
+from ._core import CheckFailed, Passed, budget, by, compare, fail, own_kernels, run
 
 __all__ = ["matmul_bias_gelu"]
 
@@ -28,17 +28,13 @@ CANCELLING = (32, 64, 512)          # sums over K that grow to about 2·K and ca
 BUDGET_SHAPE = (32, 64, 48)
 
 
-def _by(shape) -> str:
-    return " × ".join(str(v) for v in shape)
-
-
 # What the checker tries, named as the contract names it (tests/test_contracts.py): (name, what it is)
 CASES = (
-    (", ".join(_by(s) for s in ALL_SHAPES[:-1]) + " and " + _by(ALL_SHAPES[-1]),
+    (", ".join(by(s) for s in ALL_SHAPES[:-1]) + " and " + by(ALL_SHAPES[-1]),
      "M × N × K: ordinary, none a multiple of a tile, one past a tile, one element, a larger one"),
-    (f"{_by(TAILS[:3])} with a @ w about {TAILS[3]:g} times larger", "outputs deep in GELU's tails (v or 0)"),
-    (f"{_by(CANCELLING)} with sums over K that cancel", "partial sums near 2·K, results of order 1: fp32 sums"),
-    (_by(BUDGET_SHAPE), "the launches and bytes of one call are counted"),
+    (f"{by(TAILS[:3])} with a @ w about {TAILS[3]:g} times larger", "outputs deep in GELU's tails (v or 0)"),
+    (f"{by(CANCELLING)} with sums over K that cancel", "partial sums near 2·K, results of order 1: fp32 sums"),
+    (by(BUDGET_SHAPE), "the launches and bytes of one call are counted"),
 )
 
 
@@ -180,15 +176,15 @@ def matmul_bias_gelu(fn) -> Passed:
         with trips.counting():
             _run(fn, *_inputs(37, 53, 29))
     for m, n, k in ALL_SHAPES:
-        _case(fn, *_inputs(m, n, k), _by((m, n, k)), result)
+        _case(fn, *_inputs(m, n, k), by((m, n, k)), result)
     # outputs far into GELU's tails (where it is v or 0), and a ragged case with a larger spread
     m, n, k, scale = TAILS
-    _case(fn, *_inputs(m, n, k, scale=scale), f"{_by((m, n, k))} ×{scale:g}", result)
+    _case(fn, *_inputs(m, n, k, scale=scale), f"{by((m, n, k))} ×{scale:g}", result)
     m, n, k = CANCELLING
     try:
         # partial sums near 1,024: an fp16 accumulator rounds them to 1, an fp32 one to 1e-4 (the H100's
         # tensor cores, summing in fp32, came within 3e-3 of the exact result at sums near 4,096)
-        _case(fn, *_cancelling(m, n, k), f"{_by((m, n, k))} cancelling", result, tol=dict(atol=2e-2, rtol=1e-3))
+        _case(fn, *_cancelling(m, n, k), f"{by((m, n, k))} cancelling", result, tol=dict(atol=2e-2, rtol=1e-3))
     except CheckFailed as e:
         raise CheckFailed(
             f"{e}\nEvery earlier case passed. In this one the running sums over K grow to about {2 * k:,} over the "

@@ -6,7 +6,7 @@ import torch
 
 from .. import trips
 from ..environment import DEVICE, INTERPRET, ON_GPU, pick
-from ._core import CheckFailed, Passed, budget, compare, fail, own_kernels, pair, run, tolerance
+from ._core import CheckFailed, Passed, budget, by, compare, fail, listed, own_kernels, pair, run, tolerance
 
 __all__ = ["add_layernorm", "add_rmsnorm"]
 
@@ -20,23 +20,15 @@ SMALL = (6, 300)                   # a spread of 0.001: the variance near eps
 BUDGET_SHAPE = (16, 256)
 
 
-def _by(shape) -> str:
-    return " × ".join(str(v) for v in shape)
-
-
-def _listed(values) -> str:
-    return ", ".join(values[:-1]) + " and " + values[-1]
-
-
 # What both checkers try, named as the contracts name it (tests/test_contracts.py): (name, what it is)
 _NORM_CASES = (
-    (_listed([_by(s) for s in SHAPES]), "(M, N): ordinary rows, then ragged ones and rows wider than 4,096"),
+    (listed([by(s) for s in SHAPES]), "(M, N): ordinary rows, then ragged ones and rows wider than 4,096"),
     (f"rows near {_LARGE_MEAN[torch.float32]:g} ({_LARGE_MEAN[torch.float16]:g} in fp16)",
-     f"{_listed([_by(s) for s in LARGE])}: mean(h²) − mean(h)² cancels"),
-    ("a spread of 0.001", f"{_by(SMALL)}: the variance near eps"),
+     f"{listed([by(s) for s in LARGE])}: mean(h²) − mean(h)² cancels"),
+    ("a spread of 0.001", f"{by(SMALL)}: the variance near eps"),
     ("1 × 1", "last: a row of one normalises to ±weight whatever the formula"),
     ("fp32 and fp16", "every case in both"),
-    (f"{_by(BUDGET_SHAPE)} in fp32 and in fp16", "the launches and bytes of one call are counted"),
+    (f"{by(BUDGET_SHAPE)} in fp32 and in fp16", "the launches and bytes of one call are counted"),
 )
 CASES = {"add_layernorm": _NORM_CASES, "add_rmsnorm": _NORM_CASES}
 

@@ -6,7 +6,7 @@ import torch
 
 from .. import trips
 from ..environment import DEVICE, INTERPRET, ON_GPU, pick
-from ._core import CheckFailed, Passed, budget, compare, fail, own_kernels, run
+from ._core import CheckFailed, Passed, budget, by, compare, fail, listed, own_kernels, run
 
 __all__ = ["softmax"]
 
@@ -22,21 +22,13 @@ NEGATIVE = (6, 300)
 BUDGET_SHAPE = (16, 300)
 
 
-def _by(shape) -> str:
-    return " × ".join(str(v) for v in shape)
-
-
-def _listed(values) -> str:
-    return ", ".join(values[:-1]) + " and " + values[-1]
-
-
 # What the checker tries, named as the contract names it (tests/test_contracts.py): (name, what it is)
 CASES = (
-    (_listed([_by(s) for s in SHAPES]), "(M, N): a power-of-two row, padded lanes, ragged and wide rows, one element"),
-    (f"rows near {_LARGE:g}", f"{_listed([_by(s) for s in LARGE])}: exp(x) overflows unless the max is subtracted"),
-    ("every value near −120", f"{_by(NEGATIVE)}: exp(x − 0) underflows, so a padded 0 must not win the max"),
+    (listed([by(s) for s in SHAPES]), "(M, N): a power-of-two row, padded lanes, ragged and wide rows, one element"),
+    (f"rows near {_LARGE:g}", f"{listed([by(s) for s in LARGE])}: exp(x) overflows unless the max is subtracted"),
+    ("every value near −120", f"{by(NEGATIVE)}: exp(x − 0) underflows, so a padded 0 must not win the max"),
     ("fp32 and fp16", "every case in both"),
-    (f"{_by(BUDGET_SHAPE)} in fp32 and in fp16", "the launches and bytes of one call are counted"),
+    (f"{by(BUDGET_SHAPE)} in fp32 and in fp16", "the launches and bytes of one call are counted"),
 )
 _TOL = {torch.float32: dict(atol=1e-8, rtol=1e-5), torch.float16: dict(atol=1e-6, rtol=2e-3)}
 

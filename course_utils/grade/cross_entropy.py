@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 
 from .. import bench, trips
-from ..check._core import CheckFailed, compare, fail, pair, run
+from ..check._core import CheckFailed, by, compare, fail, listed, pair, run
 from ..environment import DEVICE, INTERPRET, ON_GPU, pick
 from ._card import Scorecard, _bytes
 
@@ -22,29 +22,6 @@ EXERCISE = "lab3.cross_entropy"     # the name of the lab's hints: a failed row 
 IGNORE = -100
 # ordinary shapes first, then the edges: one row of one class, ragged widths, rows longer than one block
 _SHAPES = [(8, 96), (7, 37), (5, 1000), (1, 1), (3, 5003)]
-SHAPES = _SHAPES + [pick(gpu=(64, 32000 + 5), cpu=(2, 2049))]
-NEAR_100 = ((4, 96), (3, 3001))     # logits near 100, fp32 and fp16
-BUDGET_SHAPE = (16, 256)
-
-
-def _by(shape) -> str:
-    return " × ".join(str(v) for v in shape)
-
-
-def _listed(values) -> str:
-    return ", ".join(values[:-1]) + " and " + values[-1]
-
-
-# What the grader tries, named as the contract names it (tests/test_contracts.py): (name, what it is)
-CASES = (
-    (f"M × V = {_listed([_by(s) for s in SHAPES])}", "fp32 and fp16, a quarter of the rows ignored"),
-    ("a quarter of the rows ignored", "targets set to ignore_index at random, the first row kept, the second not"),
-    (f"logits near 100 at {_listed([_by(s) for s in NEAR_100])}", "fp32 and fp16: exp overflows unless the max is "
-                                                                  "subtracted"),
-    ("ignore_index = -1", "6 × 300, fp32: ignore_index taken from the argument"),
-    ("all rows but one ignored", "5 × 200, fp16: n = 1"),
-    (f"{_by(BUDGET_SHAPE)} in fp32 and in fp16", "the launches and bytes of one call are counted"),
-)
 # the GPU target: a vocabulary of 128,256 (Llama 3's) for 8,192 tokens, fp16
 PERF_SHAPE = (8192, 128256)
 # Targets from an H100 (torch 2.11, triton 3.6; docs/instructor.md): at PERF_SHAPE the lab's kernel took
@@ -56,6 +33,23 @@ MEMORY_TARGET = 2.5
 OVERFLOW = ("overflow: exp of a logit near 100 is about 2.7·10^43, past fp32's largest number "
             "(3.4·10^38), so the sum of exps is inf. Subtract the row's maximum before exp: "
             "log Σ exp(x) = m + log Σ exp(x − m), with a running maximum if the row is walked in blocks.")
+
+
+SHAPES = _SHAPES + [pick(gpu=(64, 32000 + 5), cpu=(2, 2049))]
+NEAR_100 = ((4, 96), (3, 3001))     # logits near 100, fp32 and fp16
+BUDGET_SHAPE = (16, 256)
+
+
+# What the grader tries, named as the contract names it (tests/test_contracts.py): (name, what it is)
+CASES = (
+    (f"M × V = {listed([by(s) for s in SHAPES])}", "fp32 and fp16, a quarter of the rows ignored"),
+    ("a quarter of the rows ignored", "targets set to ignore_index at random, the first row kept, the second not"),
+    (f"logits near 100 at {listed([by(s) for s in NEAR_100])}", "fp32 and fp16: exp overflows unless the max is "
+                                                                  "subtracted"),
+    ("ignore_index = -1", "6 × 300, fp32: ignore_index taken from the argument"),
+    ("all rows but one ignored", "5 × 200, fp16: n = 1"),
+    (f"{by(BUDGET_SHAPE)} in fp32 and in fp16", "the launches and bytes of one call are counted"),
+)
 
 
 def _inputs(m, v, dtype, *, offset=0.0, ignore_index=IGNORE, ignored=0.25, gen=None):

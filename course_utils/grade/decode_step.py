@@ -17,7 +17,7 @@ import functools
 import torch
 
 from .. import bench, capability, decoder, timeline, trips
-from ..check._core import compare, fail, run
+from ..check._core import compare, fail, listed, run
 from ..environment import INTERPRET, ON_GPU
 from ._card import Scorecard
 
@@ -82,19 +82,14 @@ LOW_CONTEXTS = [3, 50]           # the fp16 (bf16) batch
 GREEDY_CONTEXTS = [5, 60]        # the greedy run's batch, and the one whose kernels are counted
 
 
-def _listed(values) -> str:
-    values = [str(v) for v in values]
-    return ", ".join(values[:-1]) + " and " + values[-1]
-
-
 # What the grader tries, named as the contract names it (tests/test_contracts.py): (name, what it is)
 CASES = (
-    (f"B = {len(CONTEXTS)}, contexts {_listed(CONTEXTS)}", "fp32, the tiny model: one sequence starts empty"),
-    (f"B = {len(LOW_CONTEXTS)}, contexts {_listed(LOW_CONTEXTS)}", "fp16, bf16 on a GPU whose Triton has it"),
+    (f"B = {len(CONTEXTS)}, contexts {listed(CONTEXTS)}", "fp32, the tiny model: one sequence starts empty"),
+    (f"B = {len(LOW_CONTEXTS)}, contexts {listed(LOW_CONTEXTS)}", "fp16, bf16 on a GPU whose Triton has it"),
     (f"{STEPS} steps compared one by one", "the logits of each step, and K and V written at pos"),
-    (f"{GREEDY_STEPS} greedy steps", f"B = {len(GREEDY_CONTEXTS)}, contexts {_listed(GREEDY_CONTEXTS)}, each step "
+    (f"{GREEDY_STEPS} greedy steps", f"B = {len(GREEDY_CONTEXTS)}, contexts {listed(GREEDY_CONTEXTS)}, each step "
                                      "fed its own argmax: the same tokens as the eager step"),
-    ("kernels per step", f"B = {len(GREEDY_CONTEXTS)}, contexts {_listed(GREEDY_CONTEXTS)}: at most "
+    ("kernels per step", f"B = {len(GREEDY_CONTEXTS)}, contexts {listed(GREEDY_CONTEXTS)}: at most "
                          f"{KERNELS_PER_LAYER} a layer + 4"),
 )
 

@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 
 from .. import bench, trips
-from ..check._core import CheckFailed, compare, fail
+from ..check._core import CheckFailed, compare, fail, listed
 from ..environment import DEVICE, INTERPRET, ON_GPU, pick
 from ._card import Scorecard, _bytes
 
@@ -24,30 +24,27 @@ EXERCISE = "lab4.flash_backward"     # the name of the lab's hints: a failed row
 # there the 64-row tiles a GPU kernel uses need several blocks too (dK, dV accumulated across them)
 _SHAPES = pick(gpu=[(2, 3, 300, 64), (1, 2, 200, 128)], cpu=[]) + [(1, 2, 64, 32), (2, 1, 48, 16), (1, 1, 37, 16),
                                                                   (1, 1, 1, 16)]
-FP32_SHAPE = (1, 2, 40, 16)
-BUDGET_SHAPE = (1, 2, 64, 16)       # fp16, not causal: the backward's launches and bytes
-
-
-def _listed(values) -> str:
-    values = [str(v) for v in dict.fromkeys(values)]
-    return values[0] if len(values) == 1 else ", ".join(values[:-1]) + " and " + values[-1]
-
-
-# What the grader tries, named as the contract names it (tests/test_contracts.py): (name, what it is)
-CASES = (
-    (f"N = {_listed(s[2] for s in _SHAPES)}", "fp16, (B, H, N, D) = " + ", ".join(map(str, _SHAPES))),
-    (f"D = {_listed(s[3] for s in _SHAPES)}", "the head dimensions of those shapes"),
-    ("causal and not", "every fp16 shape both ways, and the fp32 case"),
-    (f"fp32 at N = {FP32_SHAPE[2]}", f"(B, H, N, D) = {FP32_SHAPE}"),
-    (f"B·H = {BUDGET_SHAPE[0]}·{BUDGET_SHAPE[1]}, N = {BUDGET_SHAPE[2]}, D = {BUDGET_SHAPE[3]}",
-     "fp16, not causal: the launches and bytes of one backward are counted"),
-)
 # Targets from an H100 (torch 2.11, triton 3.6; docs/instructor.md): SDPA's flash backward time over the
 # lab's solution's, fp16, B·H = 4·16, N = 4,096: 0.98x and 0.94x (two runs) at D = 64 causal (1.59 ms
 # against 1.56 ms), 1.12x and 1.11x at D = 128 not causal (4.23 ms against 4.75 ms); over N = 1k to 8k,
 # D = 64/128, causal and not, from 0.86x to 1.39x. The bar, 0.8x, sits below the slowest of those.
 PERF_CASES = [(4, 16, 4096, 64, True), (4, 16, 4096, 128, False)]
 SPEED_TARGET = 0.8
+
+
+FP32_SHAPE = (1, 2, 40, 16)
+BUDGET_SHAPE = (1, 2, 64, 16)       # fp16, not causal: the backward's launches and bytes
+
+
+# What the grader tries, named as the contract names it (tests/test_contracts.py): (name, what it is)
+CASES = (
+    (f"N = {listed((s[2] for s in _SHAPES), unique=True)}", "fp16, (B, H, N, D) = " + ", ".join(map(str, _SHAPES))),
+    (f"D = {listed((s[3] for s in _SHAPES), unique=True)}", "the head dimensions of those shapes"),
+    ("causal and not", "every fp16 shape both ways, and the fp32 case"),
+    (f"fp32 at N = {FP32_SHAPE[2]}", f"(B, H, N, D) = {FP32_SHAPE}"),
+    (f"B·H = {BUDGET_SHAPE[0]}·{BUDGET_SHAPE[1]}, N = {BUDGET_SHAPE[2]}, D = {BUDGET_SHAPE[3]}",
+     "fp16, not causal: the launches and bytes of one backward are counted"),
+)
 
 
 def _inputs(shape, dtype, gen):

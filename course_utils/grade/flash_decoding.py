@@ -47,8 +47,6 @@ MAX_SPLITS, SPLIT_MIN = 64, 64
 # where the scores of every key (B·H·N numbers) outweigh every partial result the budget allows
 BUDGET_SHAPE = (1, 8, 2, 320, 64)
 SCORES_SHAPE = (1, 2, 1, 8192, 16)
-# the slack of both counts: one more write of the partial results (a torch.zeros of them, say) and 2 %
-SLACK = 0.02
 # Targets. The hook numbers (issue 14, the course's H100: NVIDIA H100 80GB HBM3, torch 2.11, copy ceiling
 # 3,004 GB/s): F.scaled_dot_product_attention with GQA 32/8, D = 128, moved the KV cache at 36 % of the
 # copy bandwidth at B = 1, N = 8,192 (cuDNN 38 %), 82 % at B = 8 and 94-101 % at B >= 32. Splitting the
@@ -73,6 +71,10 @@ _AT_CEILING = ("At this batch there are hundreds of (sequence, KV head) pairs an
 def max_splits(n: int) -> int:
     """The most splits the byte budget allows for a cache of n keys."""
     return max(1, min(MAX_SPLITS, math.ceil(n / SPLIT_MIN)))
+
+
+# the slack of both counts: one more write of the partial results (a torch.zeros of them, say) and 2 %
+SLACK = 0.02
 
 
 def _shape_name(shape) -> str:

@@ -7,7 +7,7 @@ import torch
 from torch.autograd.gradcheck import GradcheckError
 
 from .. import bench, trips
-from ..check._core import CheckFailed, compare, fail, pair
+from ..check._core import CheckFailed, by, compare, fail, listed, pair
 from ..environment import DEVICE, INTERPRET, ON_GPU, pick
 from ._card import Scorecard
 
@@ -65,23 +65,15 @@ GRADCHECK = (2, 6)
 BUDGET_SHAPE = (64, 256)
 
 
-def _by(shape) -> str:
-    return " × ".join(str(v) for v in shape)
-
-
-def _listed(values) -> str:
-    return ", ".join(values[:-1]) + " and " + values[-1]
-
-
 # What the grader tries, named as the contract names it (tests/test_contracts.py): (name, what it is)
 CASES = (
-    (f"forward at {_listed([_by(s) for s in FORWARD])}", "y and h against float64, fp32 and fp16"),
-    ("a spread of 0.001", f"forward, {_by(SMALL)}: mean(h²) near eps"),
+    (f"forward at {listed([by(s) for s in FORWARD])}", "y and h against float64, fp32 and fp16"),
+    ("a spread of 0.001", f"forward, {by(SMALL)}: mean(h²) near eps"),
     ("1 × 1", "forward and backward: a row of one element, last"),
-    (f"backward at {_listed([_by(s) for s in BACKWARD])}", "dx, dresidual and dweight against autograd, fp32, fp16"),
-    ("only y used", f"fp32, {_by(ONLY_Y)}: dh is None, autograd passes no gradient for h"),
-    (f"gradcheck on {_by(GRADCHECK)} float64 inputs", "torch.autograd.gradcheck, fp32's tolerances"),
-    (f"{_by(BUDGET_SHAPE)} in fp16", "the launches and bytes of one forward and of one backward are counted"),
+    (f"backward at {listed([by(s) for s in BACKWARD])}", "dx, dresidual and dweight against autograd, fp32, fp16"),
+    ("only y used", f"fp32, {by(ONLY_Y)}: dh is None, autograd passes no gradient for h"),
+    (f"gradcheck on {by(GRADCHECK)} float64 inputs", "torch.autograd.gradcheck, fp32's tolerances"),
+    (f"{by(BUDGET_SHAPE)} in fp16", "the launches and bytes of one forward and of one backward are counted"),
 )
 
 

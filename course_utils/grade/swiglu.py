@@ -4,7 +4,7 @@ from __future__ import annotations
 import torch
 
 from .. import bench, trips
-from ..check._core import CheckFailed, compare, tolerance
+from ..check._core import CheckFailed, by, compare, listed, tolerance
 from ..environment import DEVICE, INTERPRET, ON_GPU, pick
 from ._card import Scorecard
 
@@ -30,21 +30,13 @@ GATES = ((torch.float32, 60.0), (torch.float16, 12.0))          # the scale of r
 BUDGET_SHAPE = (16, 256)
 
 
-def _by(shape) -> str:
-    return " × ".join(str(v) for v in shape)
-
-
-def _listed(values) -> str:
-    return ", ".join(values[:-1]) + " and " + values[-1]
-
-
 # What the grader tries, named as the contract names it (tests/test_contracts.py): (name, what it is)
 CASES = (
-    (_listed([_by(s) for s in ORDINARY]), "ordinary shapes, in fp32 and in fp16"),
-    (f"{_listed([_by(s) for s in RAGGED])} elements", "ragged sizes, 1-D to 3-D, fp32"),
+    (listed([by(s) for s in ORDINARY]), "ordinary shapes, in fp32 and in fp16"),
+    (f"{listed([by(s) for s in RAGGED])} elements", "ragged sizes, 1-D to 3-D, fp32"),
     ("gates of " + " and ".join(f"±{scale:g} in {str(dt)[6:].replace('float', 'fp')}" for dt, scale in GATES),
      "where exp(g) overflows: a sigmoid written as exp(g) / (1 + exp(g)) gives inf / inf"),
-    (f"{_by(BUDGET_SHAPE)} in fp16", "the launches and bytes of one call are counted"),
+    (f"{by(BUDGET_SHAPE)} in fp16", "the launches and bytes of one call are counted"),
 )
 
 
