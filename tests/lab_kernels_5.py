@@ -102,18 +102,21 @@ def _merge(po_ptr, plse_ptr, o_ptr, n_splits, D: tl.constexpr, BLOCK_S: tl.const
     tl.store(o_ptr + row * D + d, o.to(o_ptr.dtype.element_ty))
 
 
-def _grouped(q, k, v, seq_lens=None, splits=None, mistake=RIGHT, drop_remainder=False, scale=None):
+def _grouped(q, k, v, seq_lens=None, splits=None, mistake=RIGHT, drop_remainder=False, scale=None, zeros=False,
+             q_strides=False):
     _validate(q, k, v, seq_lens)
     b, h, _, d = q.shape
     h_kv, n = k.shape[1], k.shape[2]
-    q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
+    if not q_strides:
+        q = q.contiguous()
+    k, v = k.contiguous(), v.contiguous()
     splits = splits or _split_count(b, h_kv, n, q.device)
     if drop_remainder:
         split_len = n // splits                      # the mistake: N % splits keys belong to no split
     else:
         split_len = triton.cdiv(triton.cdiv(n, splits), 64) * 64
         splits = triton.cdiv(n, split_len)
-    po = torch.empty(b, h, splits, d, dtype=torch.float32, device=q.device)
+    po = (torch.zeros if zeros else torch.empty)(b, h, splits, d, dtype=torch.float32, device=q.device)
     plse = torch.empty(b, h, splits, dtype=torch.float32, device=q.device)
     o = torch.empty_like(q)
     _split[(b * h_kv, splits)](q, k, v, seq_lens if seq_lens is not None else plse, po, plse, n, split_len,
@@ -183,6 +186,7 @@ def flash_decoding_per_head(q, k, v, seq_lens=None):
     """Right, written differently: a program per query head (K and V requested once per head of a group,
     read once from memory), the score a sum of products, the max and the sum stored apart."""
     _validate(q, k, v, seq_lens)
+    q = q.contiguous()             # the kernel indexes q as (B·H, D) rows
     b, h, _, d = q.shape
     h_kv, n = k.shape[1], k.shape[2]
     splits = max(1, min(8, triton.cdiv(n, 128)))
@@ -298,6 +302,23 @@ def fd_sdpa(q, k, v, seq_lens=None):
     if seq_lens is not None:
         mask = (torch.arange(k.shape[2], device=q.device)[None, :] < seq_lens[:, None].long())[:, None, None, :]
     return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
+
+
+def fd_zeroed_partials(q, k, v, seq_lens=None):
+    """Right, with one extra write: the partial outputs allocated with torch.zeros (the budget's slack)."""
+    return _grouped(q, k, v, seq_lens, zeros=True)
+
+
+def fd_lens_values_refused(q, k, v, seq_lens=None):
+    """Right, and it also refuses seq_lens values outside 1 … N (a host sync the contract does not ask for)."""
+    if seq_lens is not None and (int(seq_lens.min()) < 1 or int(seq_lens.max()) > k.shape[2]):
+        raise ValueError("seq_lens values must lie in 1 … N")
+    return _grouped(q, k, v, seq_lens)
+
+
+def fd_q_strides_ignored(q, k, v, seq_lens=None):
+    """Indexes q as if it were contiguous, whatever its strides."""
+    return _grouped(q, k, v, seq_lens, q_strides=True)
 
 
 def fd_unchecked(q, k, v, seq_lens=None):

@@ -161,7 +161,7 @@ def test_budget_counts_launches_and_bytes():
     card = grade.Scorecard("Lab 0 · budget")
     t = card.budget("one launch", double, (x,), launches=1, bytes=800)
     assert t.launches == 1 and card.rows[0].status == "passed"
-    assert card.rows[0].measured == "1 launch, 800 B" and card.rows[0].target == "≤ 1 launch, ≤ 800 B"
+    assert card.rows[0].measured == "1 launch, 800 B" and card.rows[0].target == "≤ 1 launch, ≤ 800 B + 5 % = 840 B"
     assert card.budget("tight", double, (x,), launches=1, bytes=400) is None
     assert "moved 800 bytes; the budget is 400" in card.rows[1].diagnosis
     assert card.budget("eager", lambda x: x * 2 + 1, (x,), launches=1, bytes=800) is None

@@ -37,7 +37,7 @@ def _failures(fn, capsys):
     (k.ce_unmasked_target, r"(?s)Out-of-bounds load.*the load of logits\[row, target\] in an ignored row", 2),
     (k.ce_probs_in_memory, r"(?s)bytes.*an M×V intermediate goes to memory \(the probabilities", 1),
     (k.ce_eager, r"(?s)bytes.*no Triton kernel ran", 1),
-    (k.ce_fixed_ignore, r"(?s)ignore_index passed as an argument.*this one passes −1. Is ignore_index taken", 2),
+    (k.ce_fixed_ignore, r"(?s)ignore_index = -1, passed as an argument.*this one passes −1. Is ignore_index taken", 2),
     (lambda x, t, ignore_index=-100: None, "returned None", None),
     (lambda x, t, ignore_index=-100: k.cross_entropy(x, t, ignore_index)[1], "returned one tensor", None),
 ])

@@ -37,7 +37,10 @@ def _card_of(fn):
     return e.value.card
 
 
-@pytest.mark.parametrize("right", [k.flash_decoding, k.flash_decoding_per_head])
+# fd_zeroed_partials: one more write of the partial results, inside the slack; fd_lens_values_refused: a
+# refusal of seq_lens values outside 1 … N, which the contract leaves to the caller and the grader never tries
+@pytest.mark.parametrize("right", [k.flash_decoding, k.flash_decoding_per_head, k.fd_zeroed_partials,
+                                   k.fd_lens_values_refused])
 def test_accepts_correct_kernels(right, monkeypatch):
     # right, but not tuned for speed: the notebook's grade cell times the solution on a GPU (as for lab 6)
     monkeypatch.setattr(fdg, "_performance", lambda *a: None)
@@ -84,6 +87,26 @@ def test_rejects_traffic_and_contract_mistakes(wrong, row, message, lean):
     card = _card_of(wrong)
     diag = next(r.diagnosis for r in card.rows if r.name.startswith(row) or row in r.name)
     assert re.search(message, diag, re.S), card.text()
+
+
+def test_a_q_read_as_if_contiguous_is_named(monkeypatch, no_counts):
+    monkeypatch.setattr(fdg, "_SHAPES", [(2, 8, 2, 70, 64, None)])
+    monkeypatch.setattr(fdg, "_FP32_SHAPES", [])
+    card = _card_of(k.fd_q_strides_ignored)
+    row = next(r for r in card.rows if r.status == FAILED)
+    assert row.name.startswith("fp16") and fdg.STRIDED_Q in row.name, card.text()
+    assert "q not contiguous" in row.diagnosis and "Index q with its strides" in row.diagnosis, row.diagnosis
+
+
+def test_the_slack_takes_one_more_write_of_the_partials_and_no_scores():
+    b, h, h_kv, n, d = fdg.SCORES_SHAPE
+    budget, limit = fdg.write_budget(b, h, h_kv, n, d)
+    partial = fdg.max_splits(n) * b * h * (d + 2) * 4
+    assert budget + partial <= limit < budget + partial + 0.05 * budget
+    # one split, no partial results, but the scores in fp16: over the limit all the same
+    assert b * h * d * 2 + 2 * b * h * n > limit
+    full, limit = fdg.byte_budget(*fdg.BUDGET_SHAPE)[:2]
+    assert full + fdg.max_splits(fdg.BUDGET_SHAPE[3]) * 8 * 66 * 4 <= limit
 
 
 def test_bad_calls_and_a_crash_are_rows_not_exceptions(lean, no_counts):

@@ -258,7 +258,25 @@ def pair(out, name: str, names: str, why: str):
     return out
 
 
-def budget(fn, args, *, name: str, launches: int, bytes: int, slack: float = 0.05):
+def by(shape) -> str:
+    """(3, 37) as a case's name gives it: 3 × 37."""
+    return " × ".join(str(v) for v in shape)
+
+
+def listed(values, unique: bool = False) -> str:
+    """1, 37 and 1025: the values a case tries, as its name gives them (unique: each value once)."""
+    values = [str(v) for v in values]
+    if unique:
+        values = list(dict.fromkeys(values))
+    return values[0] if len(values) == 1 else ", ".join(values[:-1]) + " and " + values[-1]
+
+
+# a byte budget's slack: what a count may run over the formula (a few small tensors, rounding); each
+# contract gives it beside its formula (tests/test_contracts.py)
+BYTES_SLACK = 0.05
+
+
+def budget(fn, args, *, name: str, launches: int, bytes: int, slack: float = BYTES_SLACK):
     """Count the trips of one call and fail if it launches or moves more than the budget allows."""
     t = trips.count(run, fn, *args, name=name, poison=False)
     if t.launches == 0:
@@ -267,6 +285,7 @@ def budget(fn, args, *, name: str, launches: int, bytes: int, slack: float = 0.0
         fail(f"`{name}` made {t.launches} launches where {launches} should do: this is not fused. "
              f"Every launch writes its result to HBM and the next reads it back.\n{t.table()}", "launches")
     if t.bytes > bytes * (1 + slack):
-        fail(f"`{name}` moved {t.bytes} bytes; the budget is {bytes}: something is read or written "
+        fail(f"`{name}` moved {t.bytes} bytes; the budget is {bytes}, {bytes * (1 + slack):.0f} with its "
+             f"{100 * slack:g} % slack: something is read or written "
              f"more than once, or an intermediate goes to memory.\n{t.table()}", "bytes")
     return t

@@ -8,7 +8,8 @@ import torch
 
 from .. import _interp, trips
 from ..environment import DEVICE, INTERPRET, ON_GPU, pick
-from ._core import CheckFailed, Passed, budget, bounds_check_on_gpu, compare, fail, own_kernels, run, tolerance, unwritten
+from ._core import (CheckFailed, Passed, bounds_check_on_gpu, budget, by, compare, fail, listed, own_kernels, run,
+                    tolerance, unwritten)
 
 __all__ = ["vector_add", "scaled_add", "bias_gelu"]
 
@@ -21,6 +22,29 @@ def _randn(*shape, dtype=torch.float32, scale=1.0):
 # n = 1000 comes first on purpose: it is a multiple of no power of two above 8, so any BLOCK leaves a
 # ragged last block, and the first diagnosis a student reads is about the tail, not about n = 1.
 FIRST_N = 1000
+SIZES = (FIRST_N, 1, 37, 1025, pick(gpu=(1 << 20) + 17, cpu=4095))
+BUDGET_N = 4096
+# The alphas used by scaled_add: none is 1 or 0, where a forgotten or misplaced alpha would not show.
+_ALPHAS = (2.5, -0.75, 3.0)
+# bias_gelu: 3 x 37 comes first: a wrong formula is named on 111 elements, where a single element far out in
+# GELU's tail (v > 3, where erf is 1 to within the tolerance) could look like several mistakes at once.
+GELU_SHAPES = ((3, 37), (16, 1000), (7, 1024), pick(gpu=(4096, 4099), cpu=(33, 257)), (1, 1))
+GELU_SCALES = (1.0, 30.0)        # large magnitudes: the far tails of GELU must be 0 and x
+GELU_BUDGET = (16, 256)
+
+
+# What each checker tries, named as its contract names it (tests/test_contracts.py): (name, what it is)
+_1D = ((f"n = {listed(SIZES)}", "sizes that no BLOCK divides, and one element; the first one's grid is recorded"),
+       ("float32 and float16", "every size in both"),
+       (f"n = {BUDGET_N}", "float32: the launches and bytes of one call are counted"))
+CASES = {
+    "vector_add": _1D,
+    "scaled_add": _1D + ((f"alpha = {listed(_ALPHAS)}", "one alpha per case, in turn"),),
+    "bias_gelu": ((listed([by(s) for s in GELU_SHAPES]), "(M, N): ragged N, then one element"),
+                  ("fp32 and fp16", "every shape in both"),
+                  (f"x × {GELU_SCALES[1]:g}", "every shape again with x scaled: GELU's far tails"),
+                  (f"{by(GELU_BUDGET)} in fp32 and in fp16", "the launches and bytes of one call are counted")),
+}
 
 
 @contextlib.contextmanager
@@ -103,7 +127,7 @@ def _check_1d(fn, *, name: str, inputs, reference, wrong_answers, tol=None, n_in
     wrong_answers(*args) -> (tensor, message, key) triples; n_inputs: how many of the arguments are
     n-element tensors (the bytes budget is (n_inputs + 1) * 4 * n for float32)."""
     result = Passed(name)
-    sizes = [FIRST_N, 1, 37, 1025, pick(gpu=(1 << 20) + 17, cpu=4095)]
+    sizes = SIZES
     case = 0
     for dtype in (torch.float32, torch.float16):
         for n in sizes:
@@ -117,9 +141,9 @@ def _check_1d(fn, *, name: str, inputs, reference, wrong_answers, tol=None, n_in
                     tol=(tol(dtype) if tol else None))
             if case == 0:
                 _check_too_many_programs(n, programs, name=name)
-            result.cases.append(f"{str(dtype)[6:]} n={n}")
+            result.cases.append(f"{str(dtype)[6:]} n = {n}")
             case += 1
-    n = 4096
+    n = BUDGET_N
     traffic = budget(fn, inputs(n, torch.float32, case), name=name, launches=1, bytes=(n_inputs + 1) * 4 * n)
     own_kernels(traffic, name, ": launch your @triton.jit kernel on a grid")
     result.traffic = traffic
@@ -144,10 +168,6 @@ def vector_add(fn) -> Passed:
                  "same-pointer"),
                 (x - y, "the output is x - y", "subtract")]
     return _check_1d(fn, name="vector_add", inputs=inputs, reference=reference, wrong_answers=wrong_answers)
-
-
-# The alphas used by scaled_add: none is 1 or 0, where a forgotten or misplaced alpha would not show.
-_ALPHAS = (2.5, -0.75, 3.0)
 
 
 def scaled_add(fn) -> Passed:
@@ -217,15 +237,13 @@ def bias_gelu(fn) -> Passed:
     """fn(x, b) -> gelu(x + b) for x of shape (M, N), b of shape (N,), exact (erf) GELU, in one kernel
     that moves each element of x and y once: in fp16 too, where converting with PyTorch costs trips."""
     result = Passed("bias_gelu")
-    # 3 x 37 comes first: a wrong formula is named on 111 elements, where a single element far out in
-    # GELU's tail (v > 3, where erf is 1 to within the tolerance) could look like several mistakes at once.
-    shapes = [(3, 37), (16, 1000), (7, 1024), pick(gpu=(4096, 4099), cpu=(33, 257)), (1, 1)]
+    shapes = GELU_SHAPES
     if ON_GPU and not INTERPRET:   # bounds_check_on_gpu, through the diagnoses above
         with trips.counting():
             _run_bias_gelu(fn, _randn(5, 300), _randn(300))
     for dtype in (torch.float32, torch.float16):
         for (m, n) in shapes:
-            for scale in (1.0, 30.0):  # large magnitudes: the far tails of GELU must be 0 and x
+            for scale in GELU_SCALES:
                 x, b = _randn(m, n, dtype=dtype, scale=scale), _randn(n, dtype=dtype)
                 out = _run_bias_gelu(fn, x, b)
                 xf, bf = x.float(), b.float()
@@ -253,8 +271,8 @@ def bias_gelu(fn) -> Passed:
                      "this is the tanh approximation; the exercise asks for the exact form "
                      "0.5·v·(1 + erf(v/√2)).", "tanh"),
                 ], overflow_hint="GELU of a large |v| is v or 0: an exp() that overflows? Use erf.")
-                result.cases.append(f"{str(dtype)[6:]} {m}x{n}" + (" ×30" if scale != 1 else ""))
-    m, n = 16, 256
+                result.cases.append(f"{str(dtype)[6:]} {by((m, n))}" + (f" x × {scale:g}" if scale != 1 else ""))
+    m, n = GELU_BUDGET
     result.traffic = budget(fn, (_randn(m, n), _randn(n)), name="bias_gelu", launches=1,
                             bytes=4 * (2 * m * n + n))
     # fp16: 2 bytes in and 2 out per element. Casting with PyTorch outside the kernel is right in

@@ -8,7 +8,7 @@ import torch
 
 from .. import trips
 from ..environment import DEVICE, INTERPRET, ON_GPU, pick
-from ._core import CheckFailed, Passed, budget, compare, fail, own_kernels, run
+from ._core import CheckFailed, Passed, budget, by, compare, fail, own_kernels, run
 
 __all__ = ["matmul_bias_gelu"]
 
@@ -22,6 +22,20 @@ TOL = dict(atol=1e-4, rtol=1e-3)
 # one past a tile in every dimension, and a larger one.
 SHAPES = [(64, 96, 128), (37, 53, 29), (100, 130, 300), (129, 257, 65), (1, 1, 1)]
 BLOCK_KS = (16, 32, 64, 128, 256)   # the K tiles a student is likely to pick
+ALL_SHAPES = SHAPES + [pick(gpu=(1000, 1030, 1100), cpu=(70, 90, 200))]
+TAILS = (48, 80, 72, 10.0)          # M, N, K and the scale of a @ w: outputs far into GELU's tails
+CANCELLING = (32, 64, 512)          # sums over K that grow to about 2·K and cancel
+BUDGET_SHAPE = (32, 64, 48)
+
+
+# What the checker tries, named as the contract names it (tests/test_contracts.py): (name, what it is)
+CASES = (
+    (", ".join(by(s) for s in ALL_SHAPES[:-1]) + " and " + by(ALL_SHAPES[-1]),
+     "M × N × K: ordinary, none a multiple of a tile, one past a tile, one element, a larger one"),
+    (f"{by(TAILS[:3])} with a @ w about {TAILS[3]:g} times larger", "outputs deep in GELU's tails (v or 0)"),
+    (f"{by(CANCELLING)} with sums over K that cancel", "partial sums near 2·K, results of order 1: fp32 sums"),
+    (by(BUDGET_SHAPE), "the launches and bytes of one call are counted"),
+)
 
 
 def _inputs(m, n, k, scale=1.0):
@@ -161,16 +175,16 @@ def matmul_bias_gelu(fn) -> Passed:
         # bounds-checked interpreter first
         with trips.counting():
             _run(fn, *_inputs(37, 53, 29))
-    shapes = SHAPES + [pick(gpu=(1000, 1030, 1100), cpu=(70, 90, 200))]
-    for m, n, k in shapes:
-        _case(fn, *_inputs(m, n, k), f"{m}x{n}x{k}", result)
+    for m, n, k in ALL_SHAPES:
+        _case(fn, *_inputs(m, n, k), by((m, n, k)), result)
     # outputs far into GELU's tails (where it is v or 0), and a ragged case with a larger spread
-    _case(fn, *_inputs(48, 80, 72, scale=10.0), "48x80x72 ×10", result)
-    m, n, k = 32, 64, 512
+    m, n, k, scale = TAILS
+    _case(fn, *_inputs(m, n, k, scale=scale), f"{by((m, n, k))} ×{scale:g}", result)
+    m, n, k = CANCELLING
     try:
         # partial sums near 1,024: an fp16 accumulator rounds them to 1, an fp32 one to 1e-4 (the H100's
         # tensor cores, summing in fp32, came within 3e-3 of the exact result at sums near 4,096)
-        _case(fn, *_cancelling(m, n, k), f"{m}x{n}x{k} cancelling", result, tol=dict(atol=2e-2, rtol=1e-3))
+        _case(fn, *_cancelling(m, n, k), f"{by((m, n, k))} cancelling", result, tol=dict(atol=2e-2, rtol=1e-3))
     except CheckFailed as e:
         raise CheckFailed(
             f"{e}\nEvery earlier case passed. In this one the running sums over K grow to about {2 * k:,} over the "
@@ -179,7 +193,7 @@ def matmul_bias_gelu(fn) -> Passed:
             "and the small result is lost. Accumulate in fp32: acc = tl.zeros((BLOCK_M, BLOCK_N), "
             "dtype=tl.float32) and tl.dot(a, w, acc) (no out_dtype=tl.float16); convert only as you store.",
             "fp16-acc" if e.diagnosis in ("wrong", "factor", "tail", "wrong-answer") else e.diagnosis) from None
-    m, n, k = 32, 64, 48
+    m, n, k = BUDGET_SHAPE
     t = budget(fn, _inputs(m, n, k), name=NAME, launches=1, bytes=2 * (m * k + k * n + n + m * n))
     own_kernels(t, NAME)
     result.traffic = t

@@ -6,7 +6,7 @@ import torch
 
 from .. import trips
 from ..environment import DEVICE, INTERPRET, ON_GPU, pick
-from ._core import CheckFailed, Passed, budget, compare, fail, own_kernels, pair, run, tolerance
+from ._core import CheckFailed, Passed, budget, by, compare, fail, listed, own_kernels, pair, run, tolerance
 
 __all__ = ["add_layernorm", "add_rmsnorm"]
 
@@ -14,6 +14,23 @@ __all__ = ["add_layernorm", "add_rmsnorm"]
 # powers of two (a kernel that assumes a power-of-two row, or one block of at most 4096, fails there).
 _SHAPES = [(4, 96), (7, 37), (5, 1024), (3, 5000), (2, 6144 + 7), (1, 1)]   # (1, 1): checked last
 _LARGE_MEAN = {torch.float32: 500.0, torch.float16: 200.0}
+SHAPES = [s for s in _SHAPES if s != (1, 1)] + [pick(gpu=(1000, 8192 + 3), cpu=(3, 300))]
+LARGE = ((4, 1000), (2, 5000))     # rows near _LARGE_MEAN, a spread of about 1
+SMALL = (6, 300)                   # a spread of 0.001: the variance near eps
+BUDGET_SHAPE = (16, 256)
+
+
+# What both checkers try, named as the contracts name it (tests/test_contracts.py): (name, what it is)
+_NORM_CASES = (
+    (listed([by(s) for s in SHAPES]), "(M, N): ordinary rows, then ragged ones and rows wider than 4,096"),
+    (f"rows near {_LARGE_MEAN[torch.float32]:g} ({_LARGE_MEAN[torch.float16]:g} in fp16)",
+     f"{listed([by(s) for s in LARGE])}: mean(h²) − mean(h)² cancels"),
+    ("a spread of 0.001", f"{by(SMALL)}: the variance near eps"),
+    ("1 × 1", "last: a row of one normalises to ±weight whatever the formula"),
+    ("fp32 and fp16", "every case in both"),
+    (f"{by(BUDGET_SHAPE)} in fp32 and in fp16", "the launches and bytes of one call are counted"),
+)
+CASES = {"add_layernorm": _NORM_CASES, "add_rmsnorm": _NORM_CASES}
 
 
 def _inputs(m, n, dtype, large_mean=False, small=False):
@@ -67,15 +84,14 @@ def _y_tol(dtype, large_mean):
 
 def _check(fn, *, name, with_bias, eps, reference, wrong_y):
     result = Passed(name)
-    shapes = _SHAPES + [pick(gpu=(1000, 8192 + 3), cpu=(3, 300))]
+    shapes = SHAPES
     if ON_GPU and not INTERPRET:   # replay one case through the bounds-checked interpreter
         with trips.counting():
             run(fn, *_inputs(5, 300, torch.float32)[:3 + with_bias], name=name)
     for dtype in (torch.float32, torch.float16):
         # one element last: a row of one normalises to ±weight whatever the formula, so a wrong formula caught
         # there could pass for another mistake (eps outside the root looks like normalising x)
-        cases = [(s, None) for s in shapes if s != (1, 1)] + \
-            [((4, 1000), "large"), ((2, 5000), "large"), ((6, 300), "small"), ((1, 1), None)]
+        cases = [(s, None) for s in shapes] + [(s, "large") for s in LARGE] + [(SMALL, "small"), ((1, 1), None)]
         for (m, n), kind in cases:
             large_mean = kind == "large"
             x, r, w, b = _inputs(m, n, dtype, large_mean, small=kind == "small")
@@ -105,7 +121,7 @@ def _check(fn, *, name, with_bias, eps, reference, wrong_y):
                     "cancellation") from None
             result.cases.append(f"{str(dtype)[6:]} {m}x{n}" + (f" mean {_LARGE_MEAN[dtype]:.0f}" if large_mean else
                                                                   " spread 0.001" if kind == "small" else ""))
-    m, n = 16, 256
+    m, n = BUDGET_SHAPE
     vectors = 2 if with_bias else 1
     for dtype in (torch.float32, torch.float16):
         x, r, w, b = _inputs(m, n, dtype)

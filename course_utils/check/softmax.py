@@ -6,7 +6,7 @@ import torch
 
 from .. import trips
 from ..environment import DEVICE, INTERPRET, ON_GPU, pick
-from ._core import CheckFailed, Passed, budget, compare, fail, own_kernels, run
+from ._core import CheckFailed, Passed, budget, by, compare, fail, listed, own_kernels, run
 
 __all__ = ["softmax"]
 
@@ -16,6 +16,20 @@ _SHAPES = [(8, 128), (8, 96), (7, 37), (5, 1000), (3, 5000), (2, 6144 + 7), (1, 
 # Rows this far above 0 overflow exp() in fp32 (past 88.7) and in fp16 (past 11.1) unless the row's
 # max is subtracted first. In fp16 the values keep a spacing of 1/16 there, so the answer stays exact.
 _LARGE = 100.0
+SHAPES = _SHAPES + [pick(gpu=(1000, 8192 + 3), cpu=(3, 300))]
+LARGE = ((4, 1000), (3, 4099))
+NEGATIVE = (6, 300)
+BUDGET_SHAPE = (16, 300)
+
+
+# What the checker tries, named as the contract names it (tests/test_contracts.py): (name, what it is)
+CASES = (
+    (listed([by(s) for s in SHAPES]), "(M, N): a power-of-two row, padded lanes, ragged and wide rows, one element"),
+    (f"rows near {_LARGE:g}", f"{listed([by(s) for s in LARGE])}: exp(x) overflows unless the max is subtracted"),
+    ("every value near −120", f"{by(NEGATIVE)}: exp(x − 0) underflows, so a padded 0 must not win the max"),
+    ("fp32 and fp16", "every case in both"),
+    (f"{by(BUDGET_SHAPE)} in fp32 and in fp16", "the launches and bytes of one call are counted"),
+)
 _TOL = {torch.float32: dict(atol=1e-8, rtol=1e-5), torch.float16: dict(atol=1e-6, rtol=2e-3)}
 
 
@@ -107,9 +121,8 @@ def softmax(fn) -> Passed:
     if ON_GPU and not INTERPRET:   # replay one small case through the bounds-checked interpreter first
         with trips.counting():
             run(fn, _inputs(5, 300, torch.float32), name=name)
-    shapes = _SHAPES + [pick(gpu=(1000, 8192 + 3), cpu=(3, 300))]
     for dtype in (torch.float32, torch.float16):
-        cases = [(s, None) for s in shapes] + [((4, 1000), "large"), ((3, 4099), "large"), ((6, 300), "negative")]
+        cases = [(s, None) for s in SHAPES] + [(s, "large") for s in LARGE] + [(NEGATIVE, "negative")]
         for (m, n), kind in cases:
             x = _inputs(m, n, dtype, kind)
             out = run(fn, x, name=name)
@@ -144,7 +157,7 @@ def softmax(fn) -> Passed:
                 raise CheckFailed(msg, key) from None
             result.cases.append(f"{str(dtype)[6:]} {m}x{n}" + (f" near {_LARGE:.0f}" if kind == "large" else
                                                               " near −120" if kind == "negative" else ""))
-    m, n = 16, 300
+    m, n = BUDGET_SHAPE
     for dtype in (torch.float32, torch.float16):
         s = dtype.itemsize
         t = budget(fn, (_inputs(m, n, dtype),), name=name, launches=1, bytes=2 * s * m * n)

@@ -52,7 +52,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from .. import _interp, hints, trips
-from ..check._core import CheckFailed, say
+from ..check._core import BYTES_SLACK, CheckFailed, say
 from ..environment import INTERPRET, ON_GPU, in_notebook
 from ..numbers import readable
 
@@ -204,13 +204,14 @@ class Scorecard:
         from ..check._core import run
         return run(fn, *args, name=name or getattr(fn, "__name__", "your function"))
 
-    def budget(self, name: str, fn, args, *, launches: int, bytes: int, slack: float = 0.05,
+    def budget(self, name: str, fn, args, *, launches: int, bytes: int, slack: float = BYTES_SLACK,
                own_kernels: bool = True, target: str = ""):
         """A row that counts one call's launches and HBM bytes with trips and fails if it is over budget
         (more launches, or more than bytes·(1 + slack)). own_kernels: every launch must be a Triton
         kernel (not a PyTorch operator). Returns the Trips, or None if the row did not pass."""
         from ..check._core import budget as _budget
-        target = target or f"≤ {launches} launch{'es' if launches > 1 else ''}, ≤ {_bytes(bytes)}"
+        target = target or (f"≤ {launches} launch{'es' if launches > 1 else ''}, ≤ {_bytes(bytes)} + {100 * slack:g} % "
+                            f"= {_bytes(bytes * (1 + slack))}")
         with self.criterion(name, target=target) as row:
             t = _budget(fn, args, name=getattr(fn, "__name__", "your function"), launches=launches,
                         bytes=bytes, slack=slack)

@@ -17,7 +17,7 @@ import functools
 import torch
 
 from .. import bench, capability, decoder, timeline, trips
-from ..check._core import compare, fail, run
+from ..check._core import compare, fail, listed, run
 from ..environment import INTERPRET, ON_GPU
 from ..targets import TARGETS
 from ._card import Scorecard
@@ -77,6 +77,22 @@ def _attention_heads(how):
         return torch.nn.functional.scaled_dot_product_attention(q, k[:, idx], v[:, idx],
                                                                 attn_mask=valid[:, None, None, :])
     return attention
+
+
+LOW_CONTEXTS = [3, 50]           # the fp16 (bf16) batch
+GREEDY_CONTEXTS = [5, 60]        # the greedy run's batch, and the one whose kernels are counted
+
+
+# What the grader tries, named as the contract names it (tests/test_contracts.py): (name, what it is)
+CASES = (
+    (f"B = {len(CONTEXTS)}, contexts {listed(CONTEXTS)}", "fp32, the tiny model: one sequence starts empty"),
+    (f"B = {len(LOW_CONTEXTS)}, contexts {listed(LOW_CONTEXTS)}", "fp16, bf16 on a GPU whose Triton has it"),
+    (f"{STEPS} steps compared one by one", "the logits of each step, and K and V written at pos"),
+    (f"{GREEDY_STEPS} greedy steps", f"B = {len(GREEDY_CONTEXTS)}, contexts {listed(GREEDY_CONTEXTS)}, each step "
+                                     "fed its own argmax: the same tokens as the eager step"),
+    ("kernels per step", f"B = {len(GREEDY_CONTEXTS)}, contexts {listed(GREEDY_CONTEXTS)}: at most "
+                         f"{KERNELS_PER_LAYER} a layer + 4"),
+)
 
 
 MISTAKES = [
@@ -141,8 +157,8 @@ def _steps(card, fn, name, model, contexts, steps):
 
 
 def _greedy(card, fn, name, model, steps):
-    start = model.new_cache(2, [5, 60])
-    tokens = model.tokens(2, seed=3)
+    start = model.new_cache(len(GREEDY_CONTEXTS), GREEDY_CONTEXTS)
+    tokens = model.tokens(len(GREEDY_CONTEXTS), seed=3)
     want_toks, want_logits = decoder.greedy(model, lambda m, c, t, p: m.step(t, c, p), start.clone(), tokens, steps)
     got_toks, _ = decoder.greedy(model, lambda m, c, t, p: _call(card, fn, m, c, t, p, name), start.clone(), tokens,
                                  steps)
@@ -163,8 +179,8 @@ def _greedy(card, fn, name, model, steps):
 
 
 def _kernels(card, fn, name, model):
-    cache = model.new_cache(2, [5, 60])
-    tokens = model.tokens(2)
+    cache = model.new_cache(len(GREEDY_CONTEXTS), GREEDY_CONTEXTS)
+    tokens = model.tokens(len(GREEDY_CONTEXTS))
     budget = KERNELS_PER_LAYER * model.cfg.layers + 4
     with card.criterion("kernels per step", target=f"≤ {budget} ({KERNELS_PER_LAYER} a layer + 4)"):
         if ON_GPU and not INTERPRET:      # a CUDA graph's kernels are seen by the profiler, not by trips
@@ -184,7 +200,7 @@ def _low_precision(card, fn, name):
     low = capability.plan().low_dtype(bf16=True)
     with card.criterion(f"{str(low)[6:]}: matches the eager step, B = 2, {STEPS} steps",
                         target=f"logits rtol {_tol(low)['rtol']:g}"):
-        _steps(card, fn, name, decoder.Decoder(decoder.TINY, dtype=low), [3, 50], STEPS)
+        _steps(card, fn, name, decoder.Decoder(decoder.TINY, dtype=low), LOW_CONTEXTS, STEPS)
         card.measured(f"{STEPS} steps")
 
 

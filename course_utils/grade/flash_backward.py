@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 
 from .. import bench, trips
-from ..check._core import CheckFailed, compare, fail
+from ..check._core import CheckFailed, compare, fail, listed
 from ..environment import DEVICE, INTERPRET, ON_GPU, pick
 from ..targets import TARGETS
 from ._card import Scorecard, _bytes
@@ -30,6 +30,21 @@ _SHAPES = pick(gpu=[(2, 3, 300, 64), (1, 2, 200, 128)], cpu=[]) + [(1, 2, 64, 32
 # against 1.56 ms), 1.12x and 1.11x at D = 128 not causal (4.23 ms against 4.75 ms); over N = 1k to 8k,
 # D = 64/128, causal and not, from 0.86x to 1.39x. The bar, 0.8x, sits below the slowest of those.
 PERF_CASES = [(4, 16, 4096, 64, True), (4, 16, 4096, 128, False)]
+
+
+FP32_SHAPE = (1, 2, 40, 16)
+BUDGET_SHAPE = (1, 2, 64, 16)       # fp16, not causal: the backward's launches and bytes
+
+
+# What the grader tries, named as the contract names it (tests/test_contracts.py): (name, what it is)
+CASES = (
+    (f"N = {listed((s[2] for s in _SHAPES), unique=True)}", "fp16, (B, H, N, D) = " + ", ".join(map(str, _SHAPES))),
+    (f"D = {listed((s[3] for s in _SHAPES), unique=True)}", "the head dimensions of those shapes"),
+    ("causal and not", "every fp16 shape both ways, and the fp32 case"),
+    (f"fp32 at N = {FP32_SHAPE[2]}", f"(B, H, N, D) = {FP32_SHAPE}"),
+    (f"B·H = {BUDGET_SHAPE[0]}·{BUDGET_SHAPE[1]}, N = {BUDGET_SHAPE[2]}, D = {BUDGET_SHAPE[3]}",
+     "fp16, not causal: the launches and bytes of one backward are counted"),
+)
 
 
 def _inputs(shape, dtype, gen):
@@ -191,11 +206,11 @@ def flash_backward(fn):
             for shape in _SHAPES:
                 _check_case(card, fn, name, shape, torch.float16, causal, gen)
             card.measured(f"{len(_SHAPES)} shapes, N = {', '.join(str(s[2]) for s in _SHAPES)}")
-    with card.criterion("fp32, causal and not",
+    with card.criterion(f"{CASES[3][0]}, {CASES[2][0]}",
                         target="rtol 1e-4" if INTERPRET or not ON_GPU else "rtol 5e-3 (tf32)"):
         for causal in (False, True):
-            _check_case(card, fn, name, (1, 2, 40, 16), torch.float32, causal, gen)
-        card.measured("2 cases, N = 40")
+            _check_case(card, fn, name, FP32_SHAPE, torch.float32, causal, gen)
+        card.measured(f"2 cases, N = {FP32_SHAPE[2]}")
     _budget(card, fn, name)
     _performance(card, fn)
     return card.finish()
@@ -206,12 +221,12 @@ def _budget(card, fn, name):
     # two kernels (one for dK, dV, one for dQ) reads q, k, v, dO twice: 13·N·D·s in all. The budget
     # allows 20·N·D·s (room for an fp32 dQ accumulator) and 32 bytes per row (lse, Δ): an N×N matrix
     # in memory, P or dS, is 4·N² bytes per head and does not fit.
-    b, h, n, d = 1, 2, 64, 16
+    b, h, n, d = BUDGET_SHAPE
     q, k, v, do = _inputs((b, h, n, d), torch.float16, torch.Generator().manual_seed(1))
     s, t_el, rows = 2, b * h * n * d, b * h * n
     budget = 20 * t_el * s + 32 * rows
     with card.criterion("the backward's bytes: no N×N matrix in memory",
-                        target=f"≤ {_bytes(budget)}, ≤ 4 launches"):
+                        target=f"≤ {_bytes(budget)} + 5 %, ≤ 4 launches"):
         qq, kk, vv = (x.detach().requires_grad_() for x in (q, k, v))
         o = card.call(fn, qq, kk, vv, False, name=name)
         tr = trips.count(lambda: torch.autograd.grad(o, (qq, kk, vv), do))
@@ -222,7 +237,8 @@ def _budget(card, fn, name):
                             f"{_bytes(3 * t_el * s)}: do the kernels store all three (are they written yet)?")
             keys.append("unwritten")
         if tr.bytes > budget * 1.05:
-            problems.append(f"the backward moved {_bytes(tr.bytes)}; the budget is {_bytes(budget)}. An N×N matrix "
+            problems.append(f"the backward moved {_bytes(tr.bytes)}; the budget is {_bytes(budget)}, "
+                            f"{_bytes(budget * 1.05)} with its 5 % slack. An N×N matrix "
                             f"per head (P or dS, {_bytes(4 * n * n * b * h)} in fp32 here) seems to go to memory: "
                             "recompute P from Q, K and the saved lse inside the kernel, block by block.")
             keys.append("bytes")

@@ -4,7 +4,7 @@ from __future__ import annotations
 import torch
 
 from .. import bench, trips
-from ..check._core import CheckFailed, compare, tolerance
+from ..check._core import CheckFailed, by, compare, listed, tolerance
 from ..environment import DEVICE, INTERPRET, ON_GPU, pick
 from ..targets import TARGETS
 from ._card import Scorecard
@@ -22,6 +22,22 @@ PERF_ELEMENTS = 2**27           # 256 MiB of fp16 per input
 _SLOW = ("Likely causes: a small BLOCK (64 or less: each program moves too few bytes to hide the cost of "
          "starting it), or work on the Python side of every call (a .contiguous(), .float() or "
          "torch.cuda.synchronize() in the wrapper).")
+
+
+ORDINARY = ((4, 1024), pick(gpu=(4096, 11008), cpu=(8, 352)))     # 11,008: the MLP width of a 7B Llama
+RAGGED = ((1,), (7,), (1000,), (3, 333), (2, 3, 5), (pick(gpu=100_003, cpu=4099),))
+GATES = ((torch.float32, 60.0), (torch.float16, 12.0))          # the scale of randn gates, at 5 × 100
+BUDGET_SHAPE = (16, 256)
+
+
+# What the grader tries, named as the contract names it (tests/test_contracts.py): (name, what it is)
+CASES = (
+    (listed([by(s) for s in ORDINARY]), "ordinary shapes, in fp32 and in fp16"),
+    (f"{listed([by(s) for s in RAGGED])} elements", "ragged sizes, 1-D to 3-D, fp32"),
+    ("gates of " + " and ".join(f"±{scale:g} in {str(dt)[6:].replace('float', 'fp')}" for dt, scale in GATES),
+     "where exp(g) overflows: a sigmoid written as exp(g) / (1 + exp(g)) gives inf / inf"),
+    (f"{by(BUDGET_SHAPE)} in fp16", "the launches and bytes of one call are counted"),
+)
 
 
 def _silu(g):
@@ -73,28 +89,27 @@ def swiglu(fn, *, performance: bool = True):
     kernel that reads each input once and writes the output once; fp32 and fp16, any size.
     performance=False leaves the GPU timing out (the course's tests time nothing)."""
     card = Scorecard("Lab 1 · fused SwiGLU", performance=performance, hints=EXERCISE)
-    big = pick(gpu=(4096, 11008), cpu=(8, 352))       # 11,008: the MLP width of a 7B Llama
     for dtype, tol in ((torch.float32, "atol = rtol = 1e-5"), (torch.float16, "atol = rtol = 2e-3")):
         with card.criterion(f"{str(dtype)[6:]}, ordinary shapes: matches PyTorch", target=tol):
-            err = max(_match(fn, card, s, dtype) for s in [(4, 1024), big])
+            err = max(_match(fn, card, s, dtype) for s in ORDINARY)
             card.measured(f"worst element at {err:.0%} of the tolerance")
-    shapes = [(1,), (7,), (1000,), (3, 333), (2, 3, 5), (pick(gpu=100_003, cpu=4099),)]
+    shapes = RAGGED
     with card.criterion("ragged sizes: every element written, none past the end",
                         target=f"1 to {shapes[-1][0]:,} elements, 1-D to 3-D"):
         for s in shapes:
             _match(fn, card, s, torch.float32)
         card.measured(f"{len(shapes)} shapes, {shapes[-1][0]:,} elements at most")
-    with card.criterion("large gates, ±10 to ±100: no overflow", target="finite where PyTorch is"):
-        # fp32: exp(100) is inf; fp16: exp(12) already is. A sigmoid written as exp(g) / (1 + exp(g))
+    with card.criterion(f"large {CASES[2][0]}: no overflow", target="finite where PyTorch is"):
+        # fp32: exp(89) is inf; fp16: exp(12) already is. A sigmoid written as exp(g) / (1 + exp(g))
         # turns into inf / inf there.
-        for dtype, scale in ((torch.float32, 60.0), (torch.float16, 12.0)):
+        for dtype, scale in GATES:
             _match(fn, card, (5, 100), dtype, scale)
     if ON_GPU and not INTERPRET:
         with card.criterion("bounds replay (interpreter): no access outside the tensors"):
             with trips.counting():
                 card.call(fn, *_inputs((3, 300), torch.float32), name="swiglu")
-    n = 16 * 256
-    g, u = _inputs((16, 256), torch.float16)
+    n = BUDGET_SHAPE[0] * BUDGET_SHAPE[1]
+    g, u = _inputs(BUDGET_SHAPE, torch.float16)
     card.budget("one launch: gate and up read once, the output written once (fp16)", fn, (g, u),
                 launches=1, bytes=3 * 2 * n)
     card.against(f"fp16, {PERF_ELEMENTS * 2 // 2**20} MiB per tensor: share of the copy ceiling",
