@@ -25,7 +25,7 @@ def test_online_softmax_accepts_correct_kernels(right):
     assert r.traffic.bytes == 2 * x_bytes       # distinct bytes: x once, y once
 
 
-NOT_RESCALED = (r"float32 ordinary rows 4x3000, in blocks of 1,024`: every y comes out too small.*not rescaled "
+NOT_RESCALED = (r"float32 ordinary rows 4x3000, in blocks of 1,024`: y comes out too small.*not rescaled "
                 r"when the max changes.*Your rows sum to 0\.\d+")
 UNGUARDED = (r"float32 rows starting with −inf \(16,400 and 5,000 of them\), in blocks of 8,192`: the rows that "
              r"start with a whole block of −inf come out NaN.*nothing guards")

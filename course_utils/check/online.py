@@ -37,8 +37,8 @@ _HINT_HUGE = ("These rows hold values of 1e4 and more, and exp of anything past 
 _HINT_LEADING_INF = ("These rows start with a whole block of −inf, and while the running max is still −inf, "
                      "every exponent that subtracts it is −inf − (−inf) = NaN, which spreads to the sum. Likely "
                      "cause: nothing guards the exponents of walk 1 while no finite value has been seen.")
-_HINT_NEGATIVE = ("These rows hold values near −10,000 only, so every exp of them underflows to 0 unless the "
-                  "max subtracted is near −10,000 too, and then 0 / 0 = NaN. Likely cause: the running max "
+_HINT_NEGATIVE = ("Row 0 holds −10,000 only, so every exp of it underflows to 0 unless the max subtracted is "
+                  "near −10,000 too, and then 0 / 0 = NaN. Likely cause: the running max "
                   "starts at 0, or the padded lanes load 0, so the max never goes below 0.")
 _HINT_ONE_HOT = ("A row with one large value: exp(x − m) overflows if m is not that value. Does walk 2 subtract "
                  "the max of the whole row, the m that walk 1 ended with?")
@@ -107,9 +107,9 @@ def _mistakes(xd, b):
     nan_rows = torch.where((bmax[:, :1] == -INF), torch.nan, e / s)
     return [
         (e / bsum.sum(-1, keepdim=True),
-         "every y comes out too small, exactly as if the running sum were not rescaled when the max changes: "
-         "terms taken against an old, smaller max stay as large as they were, and the sum they go into is "
-         "too large.", "no-rescale"),
+         "y comes out too small on the rows whose max grows after their first block, exactly as if the running "
+         "sum were not rescaled when the max changes: terms taken against an old, smaller max stay as large "
+         "as they were, and the sum they go into is too large.", "no-rescale"),
         (e / (bsum * torch.exp(m - safe)).sum(-1, keepdim=True),
          "the sum comes out too large, exactly as if the rescale factor were upside down: when the max grows, "
          "the old sum is made larger instead of smaller.", "inverted-rescale"),
