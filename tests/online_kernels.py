@@ -1,5 +1,6 @@
-"""Kernels for tests/test_check_online.py: right and wrong answers to online_softmax(x) -> y, the softmax
-over the last dimension of a 2-D x for rows longer than one block."""
+"""Kernels for tests/test_check_online.py: right and wrong answers to online_softmax(x, block) -> y, the
+softmax over the last dimension of a 2-D x for rows longer than one block. Each takes `block`, as the
+lesson's signature does (the check passes blocks of its own); the default is the block it takes otherwise."""
 import torch
 import triton
 import triton.language as tl
@@ -54,19 +55,19 @@ def _online(x, block=1024, mistake=RIGHT):
     return y
 
 
-def online_softmax(x):
+def online_softmax(x, block=1024):
     """Right: the lesson's kernel, blocks of 1024."""
-    return _online(x)
+    return _online(x, block)
 
 
-def online_softmax_2048(x):
-    """Right, another block size."""
-    return _online(x, 2048)
+def online_softmax_2048(x, block=2048):
+    """Right, another default block."""
+    return _online(x, block)
 
 
-def online_softmax_4096(x):
-    """Right, another block size (a 5000-column row is two blocks, one of them ragged)."""
-    return _online(x, 4096)
+def online_softmax_4096(x, block=4096):
+    """Right, another default block (a 5000-column row is two blocks, one of them ragged)."""
+    return _online(x, block)
 
 
 @triton.jit
@@ -98,17 +99,17 @@ def _lanes_kernel(x_ptr, y_ptr, N, BLOCK: tl.constexpr, GUARD: tl.constexpr = Tr
         tl.store(y_ptr + base + cols, (tl.exp(x - m_row) / s_row).to(y_ptr.dtype.element_ty), mask=cols < N)
 
 
-def online_softmax_lanes(x):
+def online_softmax_lanes(x, block=2048):
     """Right, written differently: per-lane running max and sum, blocks of 2048."""
     y = torch.empty_like(x)
-    _lanes_kernel[(x.shape[0],)](x, y, x.shape[1], BLOCK=min(2048, triton.next_power_of_2(x.shape[1])))
+    _lanes_kernel[(x.shape[0],)](x, y, x.shape[1], BLOCK=min(block, triton.next_power_of_2(x.shape[1])))
     return y
 
 
-def lanes_unguarded(x):
+def lanes_unguarded(x, block=2048):
     """Wrong: per-lane running max and sum with no -inf guard; a lane that sees only padding is NaN."""
     y = torch.empty_like(x)
-    _lanes_kernel[(x.shape[0],)](x, y, x.shape[1], BLOCK=min(2048, triton.next_power_of_2(x.shape[1])),
+    _lanes_kernel[(x.shape[0],)](x, y, x.shape[1], BLOCK=min(block, triton.next_power_of_2(x.shape[1])),
                                  GUARD=False)
     return y
 
@@ -133,10 +134,10 @@ def _three_pass_kernel(x_ptr, y_ptr, N, BLOCK: tl.constexpr):
         tl.store(y_ptr + base + cols, (tl.exp(x - m) / s).to(y_ptr.dtype.element_ty), mask=cols < N)
 
 
-def three_pass(x):
+def three_pass(x, block=4096):
     """Right numbers, 3 reads + 1 write: over the byte budget."""
     y = torch.empty_like(x)
-    _three_pass_kernel[(x.shape[0],)](x, y, x.shape[1], BLOCK=min(4096, triton.next_power_of_2(x.shape[1])))
+    _three_pass_kernel[(x.shape[0],)](x, y, x.shape[1], BLOCK=min(block, triton.next_power_of_2(x.shape[1])))
     return y
 
 
@@ -154,10 +155,10 @@ def _no_max_kernel(x_ptr, y_ptr, N, BLOCK: tl.constexpr):
         tl.store(y_ptr + base + cols, (tl.exp(x) / s).to(y_ptr.dtype.element_ty), mask=cols < N)
 
 
-def no_max(x):
+def no_max(x, block=1024):
     """Wrong: the unsafe two-pass softmax, exp(x) / sum(exp(x)), which overflows on large values."""
     y = torch.empty_like(x)
-    _no_max_kernel[(x.shape[0],)](x, y, x.shape[1], BLOCK=min(1024, triton.next_power_of_2(x.shape[1])))
+    _no_max_kernel[(x.shape[0],)](x, y, x.shape[1], BLOCK=min(block, triton.next_power_of_2(x.shape[1])))
     return y
 
 
@@ -171,54 +172,72 @@ def _one_block_kernel(x_ptr, y_ptr, N, BLOCK: tl.constexpr):
     tl.store(y_ptr + row * N + cols, (e / tl.sum(e, axis=0)).to(y_ptr.dtype.element_ty), mask=cols < N)
 
 
-def one_block(x):
-    """Wrong for long rows: one block of next_power_of_2(N), which Triton refuses past 2**20 elements."""
+def one_block(x, block=8192):
+    """Wrong for long rows: one block of next_power_of_2(N), whatever the block asked, which Triton refuses
+    past 2**20 elements."""
     y = torch.empty_like(x)
     _one_block_kernel[(x.shape[0],)](x, y, x.shape[1], BLOCK=triton.next_power_of_2(x.shape[1]))
     return y
 
 
-def one_block_capped(x):
-    """Wrong for long rows: one block capped at 4096, so the rest of a longer row is never touched."""
+def one_block_capped(x, block=8192):
+    """Wrong for long rows: one block capped at 4096, whatever the block asked, so the rest of a longer row is
+    never touched."""
     y = torch.empty_like(x)
     _one_block_kernel[(x.shape[0],)](x, y, x.shape[1], BLOCK=min(4096, triton.next_power_of_2(x.shape[1])))
     return y
 
 
-def not_rescaled(x):
+def not_rescaled(x, block=1024):
     """Wrong: s += sum(exp(x - m_new)) without first rescaling the old s by exp(m_old - m_new)."""
-    return _online(x, mistake=NOT_RESCALED)
+    return _online(x, block, NOT_RESCALED)
 
 
-def inverted(x):
+def not_rescaled_big_default(x, block=2**20):
+    """Wrong as not_rescaled, with a default block that holds every row the interpreter checks in one block,
+    where a sum never rescaled is right (a student's trial, lesson 08)."""
+    return _online(x, block, NOT_RESCALED)
+
+
+def inverted(x, block=1024):
     """Wrong: the rescale factor upside down, exp(m_new - m_old); with m starting at -inf, 0 * inf = NaN."""
-    return _online(x, mistake=INVERTED)
+    return _online(x, block, INVERTED)
 
 
-def nan_chunk(x):
+def nan_chunk(x, block=1024):
     """Wrong on a row that starts with a block of -inf: exp(-inf - -inf) = NaN."""
-    return _online(x, mistake=NAN_CHUNK)
+    return _online(x, block, NAN_CHUNK)
 
 
-def pad_zero(x):
+def nan_chunk_big_default(x, block=2**20):
+    """Wrong as nan_chunk, with a default block so large that no row starts with a whole block of -inf."""
+    return _online(x, block, NAN_CHUNK)
+
+
+def pad_zero(x, block=1024):
     """Wrong: the masked lanes load 0 instead of -inf, so each adds exp(0 - m) to the sum."""
-    return _online(x, mistake=PAD_ZERO)
+    return _online(x, block, PAD_ZERO)
 
 
-def last_max(x):
+def last_max(x, block=1024):
     """Wrong: walk 2 subtracts the last block's max, not the row's."""
-    return _online(x, mistake=LAST_MAX)
+    return _online(x, block, LAST_MAX)
 
 
-def m_from_zero(x):
+def m_from_zero(x, block=1024):
     """Wrong on very negative rows: the running max starts at 0, so every exp underflows to 0."""
-    return _online(x, mistake=M_FROM_ZERO)
+    return _online(x, block, M_FROM_ZERO)
 
 
-def online_softmax_stub(x):
+def online_softmax_stub(x, block=8192):
     raise NotImplementedError("walk 1: running max m and sum s; walk 2: write exp(x - m) / s")
 
 
-def eager(x):
+def without_block(x):
+    """Right numbers for a block of its own, but no `block` to take: the check cannot pass it blocks."""
+    return _online(x)
+
+
+def eager(x, block=8192):
     """Right numbers, not a Triton kernel of yours."""
     return torch.softmax(x, dim=-1)

@@ -1,7 +1,8 @@
 """check.online_softmax passes right kernels (other block sizes, per-lane running statistics) and rejects
 the stub, the usual mistakes of the online recurrence (each with its diagnosis and the hint that
-addresses it), a one-block kernel that cannot hold a long row, right numbers that read x three times, and
-PyTorch's own softmax."""
+addresses it, also where a large default block holds every row in one block), a one-block kernel that
+cannot hold a long row, right numbers that read x three times, and PyTorch's own softmax. Its messages
+say what was seen and the likely cause, never the line that fixes it (that is the hints' last tier)."""
 from pathlib import Path
 
 import nbformat
@@ -24,26 +25,59 @@ def test_online_softmax_accepts_correct_kernels(right):
     assert r.traffic.bytes == 2 * x_bytes       # distinct bytes: x once, y once
 
 
+NOT_RESCALED = (r"float32 ordinary rows 4x3000, in blocks of 1,024`: y comes out too small.*not rescaled "
+                r"when the max changes.*Your rows sum to 0\.\d+")
+UNGUARDED = (r"float32 rows starting with −inf \(16,400 and 5,000 of them\), in blocks of 8,192`: the rows that "
+             r"start with a whole block of −inf come out NaN.*nothing guards")
+# what a failure must not quote: the recipe's lines, which only the last hint gives
+RECIPE = ("tl.where", "other=float", "s = s *", "s * exp", "exp(m_old − m_new)", "exp(m − m_new)", "m_safe",
+          "y = exp(x − m) / s")
+
+
 @pytest.mark.parametrize("wrong, message", [
     (k.online_softmax_stub, "still the stub"),
-    (k.not_rescaled, r"float32 ordinary rows 4x3000.*running sum is not rescaled when the max changes.*exp\(m_old − m_new\)"),
-    (k.inverted, r"every element is NaN.*inverted exp\(m_new − m_old\)"),
-    (k.lanes_unguarded, r"float32 ordinary rows 7x37`: every element is NaN.*yet one row of 65,536 ordinary values.*padding past the end"),
-    (k.nan_chunk, r"start with a whole block of −inf.*NaN.*m_safe = tl.where"),
-    (k.pad_zero, r"padded lanes past the end of the row load 0.*here 72 per row"),
-    (k.last_max, r"walk 2 subtracts the max of the last block"),
-    (k.m_from_zero, r"(?s)rows of equal values.*NaN where the answer is finite.*running max starts at 0"),
-    (k.no_max, r"(?s)float32 huge values.*NaN.*where the answer is finite.*Subtract the running max"),
-    (k.one_block, r"(?s)longer than any block.*One block per row cannot hold this row"),
-    (k.one_block_capped, r"float32 ordinary rows 3x5000.*only the first 4,096 columns of each row were written.*needs a loop"),
-    (k.three_pass, r"read x 3.00 times.*budget is 2 reads \+ 1 write.*Three walks"),
+    (k.not_rescaled, NOT_RESCALED),
+    (k.not_rescaled_big_default, NOT_RESCALED),
+    (k.inverted, r"every element is NaN, on every row.*rescale factor is upside down"),
+    (k.lanes_unguarded, r"float32 ordinary rows 7x37, at your default block`: every element is NaN.*yet one row of "
+                        r"65,536 ordinary values.*padding past the end"),
+    (k.nan_chunk, UNGUARDED),
+    (k.nan_chunk_big_default, UNGUARDED),
+    (k.pad_zero, r"as if the padded lanes past the end of the row loaded 0.*here 72 per row"),
+    (k.last_max, r"as if walk 2 subtracted the max of the last block"),
+    (k.m_from_zero, r"(?s)rows of equal values.*the whole of row 0 is NaN where the answer is finite.*running max "
+                    r"starts at 0"),
+    (k.no_max, r"(?s)float32 huge values.*NaN.*where the answer is finite.*no running max subtracted"),
+    (k.one_block, r"(?s)longer than any block\), in blocks of 524,288.*One block per row cannot hold this row"),
+    (k.one_block_capped, r"float32 ordinary rows 3x5000, in blocks of 2,048`: only the first 4,096 columns of "
+                         r"each row were written.*needs a loop"),
+    (k.three_pass, r"read x 3.00 times.*in blocks of 1,024.*budget is 2 reads \+ 1 write.*Three walks"),
     (k.eager, r"with PyTorch \(aten._softmax\)"),
-    (lambda x: None, "returned None"),
-    (lambda x: x.clone(), r"are wrong.*each should sum to 1"),
+    (k.without_block, r"cannot be called as online_softmax\(x, block\).*keep the signature"),
+    (lambda x, block=8192: None, "returned None"),
+    (lambda x, block=8192: x.clone(), r"are wrong.*each should sum to 1"),
 ])
 def test_online_softmax_rejects(wrong, message):
-    with pytest.raises(check.CheckFailed, match=message):
+    with pytest.raises(check.CheckFailed, match=message) as e:
         check.online_softmax(wrong)
+    assert not [line for line in RECIPE if line in str(e.value)], str(e.value)
+
+
+def test_the_check_passes_blocks_that_cut_every_ordinary_row_into_several():
+    """The contract: each case runs in blocks of split_block(N), which cuts a row of 3 or more into 3 or 4
+    blocks, and then at the function's default block, ordinary rows first."""
+    calls = []
+
+    def spy(x, block=2**20):
+        calls.append((x.shape[1], block))
+        return k.online_softmax(x, block)
+
+    check.online_softmax(spy)
+    for n in (3000, 37, 5000, 6151, 9000, 4000, 20_000):
+        b = online.split_block(n)
+        assert (n, b) in calls and (n, 2**20) in calls and -(-n // b) in (3, 4), n
+    assert calls.index((37, 16)) < calls.index((4000, 1024))    # the ordinary rows come first
+    assert online.split_block(1) == 1 and online.split_block(3000) == 1024
 
 
 # (wrong kernel, its diagnosis key, the hint that addresses it): each failure ends by naming its hint
@@ -52,12 +86,14 @@ def test_online_softmax_rejects(wrong, message):
     (k.one_block, "one-block", 1),
     (k.eager, "pytorch", 1),
     (k.not_rescaled, "no-rescale", 2),
+    (k.not_rescaled_big_default, "no-rescale", 2),
     (k.inverted, "inverted-rescale", 2),
     (k.last_max, "last-max", 2),
     (k.no_max, "no-max", 2),
     (k.three_pass, "bytes", 2),
     (k.lanes_unguarded, "lane-inf", 3),
     (k.nan_chunk, "inf-guard", 3),
+    (k.nan_chunk_big_default, "inf-guard", 3),
     (k.pad_zero, "pad-zero", 3),
     (k.m_from_zero, "m-from-zero", 3),
 ])

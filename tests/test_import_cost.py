@@ -59,3 +59,18 @@ def test_layering_heavy_imports_only_inside_functions():
                      [node.module or ""] if isinstance(node, ast.ImportFrom) and node.level == 0 else [])
             for name in names:
                 assert not name.startswith(heavy), f"{path.name} imports {name} at its top level"
+
+
+def test_check_and_grade_load_on_first_use_after_a_bare_import():
+    """`import course_utils as cu; cu.check.online_softmax(fn)` works (a student tried it, lesson 08), and so
+    does `cu.grade`, without the bare import loading either: they come on first use (PEP 562), and are the
+    same modules `from course_utils import check, grade` gives."""
+    code = ("import sys\nimport course_utils as cu\n"
+            "assert 'course_utils.check' not in sys.modules and 'course_utils.grade' not in sys.modules\n"
+            "assert callable(cu.check.online_softmax) and callable(cu.grade.swiglu)\n"
+            "from course_utils import check, grade\n"
+            "assert cu.check is check is sys.modules['course_utils.check'] and cu.grade is grade\n"
+            "assert 'check' in dir(cu)\n"
+            "try:\n    cu.chek\nexcept AttributeError as e:\n    assert 'chek' in str(e)\n"
+            "else:\n    raise AssertionError('cu.chek did not raise')\n")
+    assert _loaded_after(code) == []

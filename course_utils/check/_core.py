@@ -155,7 +155,10 @@ def _where(bad: torch.Tensor, what: str) -> str:
             return f"the last {cols} columns of every row {what}"
         rows = bad.all(dim=1)
         if int(rows.sum()) * bad.shape[1] == k:
-            return f"{int(rows.sum())} whole rows (first: row {int(torch.nonzero(rows)[0])}) {what}"
+            first = int(torch.nonzero(rows)[0])
+            if int(rows.sum()) == 1:
+                return f"the whole of row {first} {what.replace('were', 'was').replace('are', 'is')}"
+            return f"{int(rows.sum())} whole rows (first: row {first}) {what}"
     first = tuple(int(i) for i in torch.nonzero(bad)[0])
     return f"{k} of {n} elements {what} (first at index {first if len(first) > 1 else first[0]})"
 

@@ -2,6 +2,8 @@
 longer than any one block, in at most two reads and one write of x."""
 from __future__ import annotations
 
+import inspect
+
 import torch
 
 from .. import trips
@@ -15,8 +17,13 @@ NAME = "online_softmax"
 # stub names each of them, and every case's label starts with its kind.
 CASES = ("ordinary rows", "huge values", "max rising along the row", "one-hot rows", "rows of equal values",
          "−inf entries", "rows starting with −inf", "one row of 1,048,593")
-# The budget, counted on 4 x 3,000: reads and writes of x, each with 5% slack
+# The budget, counted on 4 x 3,000 in blocks of split_block(3000) = 1,024: reads and writes of x, each
+# with 5% slack
 BUDGET_SHAPE, MAX_READS, MAX_WRITES = (4, 3000), 2.05, 1.05
+# Every case runs in blocks that cut its rows into SPLIT pieces or a few fewer, then at the student's
+# default block, whatever it is: a default as long as the row would take every row in one block, where
+# a sum never rescaled or a max never guarded gives the right answer.
+SPLIT = 4
 LONG = 2**20 + 17     # Triton caps a block at 2**20 elements: no single block can hold this row
 INF = float("inf")
 
@@ -25,15 +32,14 @@ INF = float("inf")
 _TOL = {torch.float32: dict(rtol=1e-4, atol=1e-8), torch.float16: dict(rtol=2e-3, atol=1e-7)}
 
 _NAN_NO_HINT = "Is something divided by 0, or is inf − inf computed?"
-_HINT_HUGE = ("exp of a large value is inf (fp32 overflows past exp(88.7)), and inf / inf = NaN. Subtract "
-              "the running max before exp: every exp(x − m) is then at most 1, however large x is.")
-_HINT_LEADING_INF = ("These rows start with a whole block of −inf. While the running max m_new is still −inf, "
-                     "exp(m_old − m_new) and exp(x − m_new) are exp(−inf − (−inf)) = exp(NaN) = NaN, and the NaN "
-                     "spreads to the sum. Subtract 0 instead while nothing finite has been seen: "
-                     "m_safe = tl.where(m_new == float(\"-inf\"), 0.0, m_new).")
-_HINT_NEGATIVE = ("These rows hold values near −10,000 only. If the running max starts at 0 (or the padded lanes "
-                  "load 0), every exp(x − m) underflows to 0 and 0 / 0 = NaN. Start m at −inf and load the "
-                  "padded lanes as −inf (other=float(\"-inf\")).")
+_HINT_HUGE = ("These rows hold values of 1e4 and more, and exp of anything past 88.7 is inf in fp32, so "
+              "inf / inf = NaN. Likely cause: exp is taken of values with no running max subtracted first.")
+_HINT_LEADING_INF = ("These rows start with a whole block of −inf, and while the running max is still −inf, "
+                     "every exponent that subtracts it is −inf − (−inf) = NaN, which spreads to the sum. Likely "
+                     "cause: nothing guards the exponents of walk 1 while no finite value has been seen.")
+_HINT_NEGATIVE = ("Row 0 holds −10,000 only, so every exp of it underflows to 0 unless the max subtracted is "
+                  "near −10,000 too, and then 0 / 0 = NaN. Likely cause: the running max "
+                  "starts at 0, or the padded lanes load 0, so the max never goes below 0.")
 _HINT_ONE_HOT = ("A row with one large value: exp(x − m) overflows if m is not that value. Does walk 2 subtract "
                  "the max of the whole row, the m that walk 1 ended with?")
 
@@ -101,24 +107,23 @@ def _mistakes(xd, b):
     nan_rows = torch.where((bmax[:, :1] == -INF), torch.nan, e / s)
     return [
         (e / bsum.sum(-1, keepdim=True),
-         "the running sum is not rescaled when the max changes. The old s holds exp(x − m_old) terms; once "
-         "the max grows to m_new they must become exp(x − m_new), so multiply s by exp(m_old − m_new) before "
-         "adding the new block: s = s * exp(m_old − m_new) + sum(exp(x − m_new)). Every y comes out too small: each "
-         "row sums to less than 1.", "no-rescale"),
+         "y comes out too small on the rows whose max grows after their first block, exactly as if the running "
+         "sum were not rescaled when the max changes: terms taken against an old, smaller max stay as large "
+         "as they were, and the sum they go into is too large.", "no-rescale"),
         (e / (bsum * torch.exp(m - safe)).sum(-1, keepdim=True),
-         "the rescale factor is upside down: exp(m_new − m_old) is ≥ 1 and blows the old sum up. Moving a sum "
-         "from the old max to the new, larger one multiplies it by exp(m_old − m_new) ≤ 1.", "inverted-rescale"),
+         "the sum comes out too large, exactly as if the rescale factor were upside down: when the max grows, "
+         "the old sum is made larger instead of smaller.", "inverted-rescale"),
         (torch.exp(xd - bmax[:, -1:]) / s,
-         "walk 2 subtracts the max of the last block, not of the whole row: the sum s was taken relative to "
-         "the row's max m, so y = exp(x − m) / s needs that same m (the final running max).", "last-max"),
+         "y comes out exactly as if walk 2 subtracted the max of the last block, not the max the running sum "
+         "was taken against.", "last-max"),
         (torch.exp(xd - m0) / torch.exp(p0 - m0).sum(-1, keepdim=True),
-         f"the padded lanes past the end of the row load 0 (other=0.0), so each adds exp(0 − m) to the sum "
-         f"(here {(-xd.shape[1]) % b} per row). Load them as −inf: "
-         "other=float(\"-inf\"), and exp(−inf − m) = 0 adds nothing.", "pad-zero"),
+         f"the sum comes out exactly as if the padded lanes past the end of the row loaded 0, each adding "
+         f"exp(0 − m) to it (here {(-xd.shape[1]) % b} per row). Likely cause: what the masked load puts in "
+         "the lanes past the row.", "pad-zero"),
         (nan_rows,
-         "rows that start with a whole block of −inf come out NaN: while the running max is still −inf, "
-         "exp(−inf − (−inf)) = NaN. Subtract 0 instead until a finite value has been seen: "
-         "m_safe = tl.where(m_new == float(\"-inf\"), 0.0, m_new).", "inf-guard"),
+         "the rows that start with a whole block of −inf come out NaN, and the others right. While the running "
+         "max is still −inf, an exponent that subtracts it is −inf − (−inf) = NaN. Likely cause: nothing guards "
+         "walk 1's exponents until a finite value has been seen.", "inf-guard"),
     ]
 
 
@@ -171,23 +176,21 @@ def _all_nan(fn, x, name):
              "comes out right. So the NaN comes from the padding past the end of a row, which loads −inf. The "
              "lesson's recurrence keeps one running max per row (tl.max over the block): a block with one value "
              "of the row has a finite max, and its padding adds exp(−inf − m) = 0. A NaN here means some max "
-             "was taken over padding alone and stayed −inf, so that exp(−inf − (−inf)) = NaN: a max kept for "
-             "each position of the block (a vector of BLOCK) rather than one per row, say. Keep one max per "
-             "row, or wherever a max can still be −inf, subtract 0 instead of it, as the recurrence's guard "
-             "does.", "lane-inf")
+             "was taken over padding alone and stayed −inf, so that exp(−inf − (−inf)) = NaN. Likely cause: a "
+             "max kept for each position of the block (a vector of BLOCK) rather than one per row, with no "
+             "guard for a position that has seen only padding.", "lane-inf")
     if full == "nan" and short == "nan" and probe(1, lambda n: torch.full((1, n), 2.0)) == "nan":
-        fail(f"`{name}`: every element is NaN. The first block multiplies s = 0 by the rescale factor: "
-             "exp(m_old − m_new) = exp(−inf − m_new) = 0 is harmless, but the inverted exp(m_new − m_old) "
-             "= exp(+inf) = inf, and 0 · inf = NaN. The old sum was taken relative to the old max; moving "
-             "it to the new, larger max multiplies it by exp(m_old − m_new) ≤ 1. (It is NaN on every row, "
-             f"even one of {FULL:,} ordinary values and a row of one 2.0.)", "inverted-rescale")
+        fail(f"`{name}`: every element is NaN, on every row, even one of {FULL:,} ordinary values and a row "
+             "of one 2.0. Likely cause: the rescale factor is upside down. At the first block the old sum is 0 "
+             "and the old max −inf: the right factor is then 0, harmless, but the inverted one is exp(+inf) = "
+             "inf, and 0 · inf = NaN.", "inverted-rescale")
 
 
 def _verify(fn, out, x, label, hint):
     xd = x.double()
     ref = torch.softmax(xd, dim=-1)
     tol = _TOL[x.dtype]
-    name = f"{NAME}, {str(x.dtype)[6:]} {label}"
+    name = f"{NAME}, {str(x.dtype)[6:]} {label}"    # the label ends with the block it ran in
     if isinstance(out, torch.Tensor) and out.shape == x.shape and out.dtype == x.dtype and out.device == x.device:
         never = unwritten(out).cpu()
         if bool(never.any()) and not bool(never.all()):
@@ -205,7 +208,7 @@ def _verify(fn, out, x, label, hint):
                 _all_nan(fn, x, name)
             for alt, message, key in _all_mistakes(xd.cpu()):
                 if bool(torch.isclose(got, alt.to(x.dtype).double(), **tol, equal_nan=True).all()):
-                    fail(f"`{name}`: {message}", key)
+                    fail(f"`{name}`: {message}{_row_sums(out)}", key)
     try:
         compare(out, ref.to(x.dtype), name=name, like=x, tol=tol, overflow_hint=hint)
     except CheckFailed as e:
@@ -214,24 +217,42 @@ def _verify(fn, out, x, label, hint):
         raise CheckFailed(str(e) + extra, key) from None
 
 
-def _call(fn, x, label):
+def split_block(n: int) -> int:
+    """The block the check passes for rows of n: the least power of two >= n / SPLIT, so that a row of 3 or
+    more takes 3 or 4 blocks (1,024 for 3,000 columns, 16 for 37, 1 for 1)."""
+    return 1 << (-(-n // SPLIT) - 1).bit_length()
+
+
+def _blocks_named(fn):
+    """Refuse, in words, a function the check cannot pass a block to: the contract's signature has one."""
     try:
-        return run(fn, x, name=NAME)
+        inspect.signature(fn).bind(torch.empty(0), 1024)
+    except TypeError:
+        fail(f"`{NAME}` cannot be called as {NAME}(x, block): the check passes blocks of its own as well as "
+             "calling it with your default, so keep the signature the stub gives, "
+             f"{NAME}(x, block=8192).", "signature")
+    except ValueError:       # no signature to read (a builtin): calling it will tell
+        pass
+
+
+def _call(fn, x, label, block=None):
+    try:
+        return run(fn, x, name=NAME) if block is None else run(fn, x, block, name=NAME)
     except CheckFailed as e:
         if "maximum tensor numel" not in str(e) and "larger than Triton allows" not in str(e):
             raise
         raise CheckFailed(
             f"`{NAME}` failed on {label}: Triton refuses a block of more than 2**20 = {2**20:,} elements, and one "
             f"block holding this row would need {1 << (x.shape[1] - 1).bit_length():,}. One block per row cannot hold "
-            "this row. Loop over the row BLOCK columns at a time (BLOCK in the thousands): walk 1 keeps the running "
-            f"max and sum, walk 2 writes y.\n(What Triton said: {str(e).splitlines()[0]})", "one-block") from None
+            f"this row: it has to be walked, a block at a time.\n(What Triton said: {str(e).splitlines()[0]})",
+            "one-block") from None
 
 
 # --- the byte budget --------------------------------------------------------------------------------------
 def _budget(fn, dtype):
     m, n = BUDGET_SHAPE
     x = (3 * torch.randn(m, n)).to(dtype).to(DEVICE)
-    t = trips.count(run, fn, x, name=NAME, poison=False)
+    t = trips.count(run, fn, x, split_block(n), name=NAME, poison=False)
     if t.launches == 0:
         fail(f"`{NAME}` launched no kernel at all: did it compute on the CPU side, or return early?", "no-launch")
     own_kernels(t, NAME, f"\n{t.table()}")
@@ -242,9 +263,10 @@ def _budget(fn, dtype):
     reads, writes = t.requested_read / xb, t.requested_written / xb
     if reads > MAX_READS or writes > MAX_WRITES:
         fail(f"`{NAME}` gives the right numbers but its loads read x {reads:.2f} times and its stores write it "
-             f"{writes:.2f} times ({str(dtype)[6:]}, {m} x {n}); the budget is 2 reads + 1 write. "
+             f"{writes:.2f} times ({str(dtype)[6:]}, {m} x {n} in blocks of {split_block(n):,}); the budget is "
+             "2 reads + 1 write. "
              + ("Three walks, max, then sum, then write? The online recurrence takes the max and the sum in one "
-                "walk: s = s * exp(m_old − m_new) + sum(exp(x − m_new))." if reads > MAX_READS else
+                "walk." if reads > MAX_READS else
                 "Is y written more than once, e.g. unnormalised first and fixed up after?")
              + f"\n{t.table()}", "bytes")
     return t
@@ -263,18 +285,23 @@ def _pytorch_first(fn):
 
 
 def online_softmax(fn) -> Passed:
-    """fn(x) -> y: torch.softmax(x, dim=-1) for a contiguous 2-D x in fp32 or fp16, for rows of any length
-    (one row of 2**20 + 17 included, longer than any block Triton allows), in one launch that reads x at
-    most twice and writes y once."""
+    """fn(x, block) -> y: torch.softmax(x, dim=-1) for a contiguous 2-D x in fp32 or fp16, for rows of any
+    length (one row of 2**20 + 17 included, longer than any block Triton allows), in one launch that reads
+    x at most twice and writes y once. Each case runs in blocks of split_block(N), then as fn(x), at the
+    default block."""
     result = Passed(NAME)
+    if callable(fn):
+        _blocks_named(fn)
     if ON_GPU and not INTERPRET:   # replay one case through the bounds-checked interpreter
         with trips.counting():
-            run(fn, torch.randn(3, 3000, device=DEVICE), name=NAME)
+            run(fn, torch.randn(3, 3000, device=DEVICE), split_block(3000), name=NAME)
     _pytorch_first(fn)
     for dtype in (torch.float32, torch.float16):
         for label, x, hint in _cases(dtype):
             x = x.to(dtype).to(DEVICE)
-            _verify(fn, _call(fn, x, label), x, label, hint)
+            b = split_block(x.shape[1])
+            for block, how in ((b, f"in blocks of {b:,}"), (None, "at your default block")):
+                _verify(fn, _call(fn, x, f"{label}, {how}", block), x, f"{label}, {how}", hint)
             result.cases.append(f"{str(dtype)[6:]} {label}")
     for dtype in (torch.float32, torch.float16):
         t = _budget(fn, dtype)
