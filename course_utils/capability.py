@@ -26,7 +26,6 @@ Layering: this module builds on `environment` and `gpus` (a table that imports n
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass
 
 import torch
@@ -120,29 +119,13 @@ class Plan:
         return tiles_that_fit(self.smem_per_block or SMEM_PER_BLOCK[SMALLEST_CC], elem)
 
 
-def _parse_plan(value: str) -> tuple[tuple[int, int], gpus.GPU | None]:
-    """COURSE_PLAN's value as (compute capability, the card meant): "7.5", "sm_75", "75", or a card's name."""
-    v = value.strip()
-    m = re.fullmatch(r"(?:sm_?)?(\d+)(?:\.(\d+))?", v.lower())
-    if m:
-        major, minor = (int(m[1]), int(m[2])) if m[2] is not None else divmod(int(m[1]), 10)
-        return (major, minor), gpus.for_cc((major, minor))
-    card = gpus.lookup(v)
-    if card is None:
-        known = ", ".join(sorted({g.short for g in gpus.KNOWN}))
-        raise ValueError(f"{PLAN_VARIABLE}={value!r} names no compute capability and no card the course knows. "
-                         f"Give a capability (7.5, 8.0, 8.6, 8.9, 9.0, or sm_75) or one of: {known}; "
-                         f"unset {PLAN_VARIABLE} to plan for the GPU at hand.")
-    return card.cc, card
-
-
 def rehearsed() -> tuple[tuple[int, int], gpus.GPU | None] | None:
     """(capability, card) of the plan COURSE_PLAN rehearses on this GPU, or None: not set, or no GPU here
     (the interpreter has its own plan, and nothing it times is a measurement anyway)."""
     value = os.environ.get(PLAN_VARIABLE, "").strip()
     if not value or env.DEVICE != "cuda":
         return None
-    return _parse_plan(value)
+    return gpus.parse_plan(value, PLAN_VARIABLE)
 
 
 def rehearsal() -> str:
@@ -151,8 +134,7 @@ def rehearsal() -> str:
     r = rehearsed()
     if r is None:
         return ""
-    cc, card = r
-    return f"the {card.short}'s plan" if card else f"the sm_{cc[0]}{cc[1]} plan"
+    return gpus.plan_label(*r)
 
 
 def current_cc() -> tuple[int, int] | None:

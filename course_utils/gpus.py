@@ -153,3 +153,25 @@ BY_CC = {(7, 5): "NVIDIA T4", (8, 0): "NVIDIA A100 80GB SXM", (8, 6): "NVIDIA A1
 def for_cc(cc: tuple[int, int]) -> GPU | None:
     """The course's example product of a compute capability (the T4 for sm_75, the H100 SXM for sm_90)."""
     return lookup(BY_CC[tuple(cc)]) if tuple(cc) in BY_CC else None
+
+
+def parse_plan(value: str, variable: str = "COURSE_PLAN") -> tuple[tuple[int, int], GPU | None]:
+    """A plan to rehearse, as (compute capability, the card meant): "7.5", "sm_75", "75", or a card's name
+    ("T4", "Tesla T4"). A value that names neither raises ValueError saying what to give."""
+    v = value.strip()
+    m = re.fullmatch(r"(?:sm_?)?(\d+)(?:\.(\d+))?", v.lower())
+    if m:
+        major, minor = (int(m[1]), int(m[2])) if m[2] is not None else divmod(int(m[1]), 10)
+        return (major, minor), for_cc((major, minor))
+    card = lookup(v) if v else None
+    if card is None:
+        known = ", ".join(sorted({g.short for g in KNOWN}))
+        raise ValueError(f"{variable}={value!r} names no compute capability and no card the course knows. "
+                         f"Give a capability (7.5, 8.0, 8.6, 8.9, 9.0, or sm_75) or one of: {known}; "
+                         f"unset {variable} to plan for the GPU at hand.")
+    return card.cc, card
+
+
+def plan_label(cc: tuple[int, int], card: GPU | None) -> str:
+    """"the T4's plan": how the course names a rehearsed plan."""
+    return f"the {card.short}'s plan" if card else f"the sm_{cc[0]}{cc[1]} plan"
