@@ -56,18 +56,11 @@ KNOWN = (
     GPU("NVIDIA L4", "L4", (8, 9), 58, 24, 300, 121, 30.3, 48,
         _T.format("L4 Tensor Core GPU") + " (242 TFLOP/s FP16 tensor with sparsity, so 121 dense; 30.3 TFLOP/s "
         "FP32; 300 GB/s GDDR6); 58 SMs and 48 MB L2 from the Ada (AD104) whitepaper, approximate"),
-    GPU("NVIDIA A100 40GB PCIe", "A100 40GB PCIe", (8, 0), 108, 40, 1555, 312, 19.5, 40,
-        _T.format("A100 Tensor Core GPU") + " (40GB PCIe: 1,555 GB/s HBM2, 312 TFLOP/s FP16 tensor, "
-        "19.5 TFLOP/s FP32); 108 SMs and 40 MB L2 from the A100 architecture whitepaper"),
-    GPU("NVIDIA A100 40GB SXM", "A100 40GB SXM", (8, 0), 108, 40, 1555, 312, 19.5, 40,
-        _T.format("A100 Tensor Core GPU") + " (40GB SXM: 1,555 GB/s HBM2, 312 TFLOP/s FP16 tensor, "
-        "19.5 TFLOP/s FP32); 108 SMs and 40 MB L2 from the A100 architecture whitepaper"),
-    GPU("NVIDIA A100 80GB PCIe", "A100 80GB PCIe", (8, 0), 108, 80, 1935, 312, 19.5, 40,
-        _T.format("A100 Tensor Core GPU") + " (80GB PCIe: 1,935 GB/s HBM2e, 312 TFLOP/s FP16 tensor, "
-        "19.5 TFLOP/s FP32); 108 SMs and 40 MB L2 from the A100 architecture whitepaper"),
-    GPU("NVIDIA A100 80GB SXM", "A100 80GB SXM", (8, 0), 108, 80, 2039, 312, 19.5, 40,
-        _T.format("A100 Tensor Core GPU") + " (80GB SXM: 2,039 GB/s HBM2e, 312 TFLOP/s FP16 tensor, "
-        "19.5 TFLOP/s FP32); 108 SMs and 40 MB L2 from the A100 architecture whitepaper"),
+    *(GPU(f"NVIDIA A100 {mem}GB {form}", f"A100 {mem}GB {form}", (8, 0), 108, mem, bw, 312, 19.5, 40,
+          _T.format("A100 Tensor Core GPU") + f" ({mem}GB {form}: {bw:,} GB/s {hbm}, 312 TFLOP/s FP16 tensor, "
+          "19.5 TFLOP/s FP32); 108 SMs and 40 MB L2 from the A100 architecture whitepaper")
+      for mem, form, bw, hbm in ((40, "PCIe", 1555, "HBM2"), (40, "SXM", 1555, "HBM2"), (80, "PCIe", 1935, "HBM2e"),
+                                 (80, "SXM", 2039, "HBM2e"))),
     GPU("NVIDIA H100 PCIe", "H100 PCIe", (9, 0), 114, 80, 2000, 756, 51, 50,
         _T.format("H100 Tensor Core GPU") + " (H100 PCIe: 2 TB/s HBM2e, 1,513 TFLOP/s FP16 tensor with "
         "sparsity, so 756 dense; 51 TFLOP/s FP32); 114 SMs and 50 MB L2 from the Hopper architecture whitepaper"),
