@@ -19,7 +19,7 @@ from pathlib import Path
 
 import torch
 
-from . import capability, progress
+from . import capability, gpus, progress
 from . import environment as env
 from .numbers import readable
 
@@ -42,10 +42,42 @@ class Ceilings:
         return self.matmul_tflops * 1e3 / self.copy_gbps
 
 
-REFERENCE = Ceilings(
-    device="NVIDIA H100 SXM", copy_gbps=3350.0, matmul_tflops=989.0, measured=False,
-    source="datasheet figures, not measured: NVIDIA H100 SXM, 3.35 TB/s HBM3, "
-           "989 TFLOP/s dense BF16/FP16 tensor-core math")
+def datasheet_ceilings(name: str, *, tensor_cores: bool | None = None) -> Ceilings:
+    """The ceilings of a card the course knows (course_utils/gpus.py), from its datasheet, not measured: what
+    model_ms(..., gpu=...) prices a design with for a GPU nobody here has ("Tesla T4", "NVIDIA H200").
+    The matmul ceiling is the dense fp16 tensor-core rate, or the fp32 rate where Triton's tl.dot runs without
+    tensor cores (a T4; capability.plan decides); tensor_cores=True/False picks one."""
+    card = gpus.lookup(name)
+    if card is None:
+        known = ", ".join(g.short for g in gpus.KNOWN)
+        raise ValueError(f"no datasheet for a GPU named {name!r} in course_utils/gpus.py; known: {known}. "
+                         "Measure the card at hand with bench.ceilings() instead.")
+    if tensor_cores is None:
+        tensor_cores = capability.plan(card.cc).tensor_cores
+    rate = (f"{card.tensor_tflops:g} TFLOP/s dense fp16 tensor-core math" if tensor_cores else
+            f"{card.fp32_tflops:g} TFLOP/s fp32 math (tl.dot without tensor cores)")
+    return Ceilings(device=card.name, copy_gbps=float(card.bandwidth_gbps),
+                    matmul_tflops=float(card.tensor_tflops if tensor_cores else card.fp32_tflops), measured=False,
+                    source=f"datasheet figures, not measured: {card.name}, {card.bandwidth_gbps:g} GB/s, {rate} "
+                           f"(source: {card.source})")
+
+
+# The GPU the interpreter's model prices every design on: the H100 SXM the course was measured on.
+REFERENCE = datasheet_ceilings("H100 SXM")
+
+
+def goal(target: str, met: bool, *, device: str | None = None) -> str:
+    """One goal line, naming the GPU it ran on: "goal on the course's H100: >= 1.3x sdpa-flash: met (measured on
+    NVIDIA H200)". While COURSE_PLAN rehearses another GPU's plan the times are this GPU's, not that one's, so
+    the line says "not measured: rehearsing the T4's plan" instead of met or NOT met."""
+    device = device or (ceilings().device if on_gpu() else "")
+    rehearsing = capability.rehearsal()
+    if rehearsing:
+        return (f"goal on the course's H100: {target}: not measured: rehearsing {rehearsing} "
+                f"(the times are {device or 'this GPU'}'s)")
+    if not on_gpu():
+        return f"goal on the course's H100: {target}: not measured: no GPU here"
+    return f"goal on the course's H100: {target}: {'met' if met else 'NOT met'} (measured on {device})"
 
 
 def on_gpu() -> bool:
@@ -293,9 +325,11 @@ def _fmt(v) -> str:
 class Report:
     """What compare() found: .rows (one dict per implementation), a table, .plot(), .speedup(a, b)."""
 
-    def __init__(self, title, rows, columns, notes, measured, bytes=None):
+    def __init__(self, title, rows, columns, notes, measured, bytes=None, device: str = "", rehearsal: str = ""):
         self.title, self.rows, self.columns, self.notes, self.measured = title, rows, columns, notes, measured
-        self.bytes = bytes    # the fewest bytes the job moves (compare's bytes=), for a bare copy of the same bytes
+        self.bytes = bytes            # the fewest bytes the job moves (compare's bytes=), for a bare copy of the same bytes
+        self.device = device          # the GPU the times were measured on ("" for the model)
+        self.rehearsal = rehearsal    # "the T4's plan" while COURSE_PLAN rehearses it: no goal is judged
         self.key = "ms" if measured else "model ms"   # the time that speedups and bars use
 
     def _ms(self, name: str) -> float:
@@ -327,7 +361,12 @@ class Report:
             return (f"{mine}: {ve:.2f}x {eager} and {vs:.2f}x {rival} (MODEL). The model prices bytes and launches "
                     "only, so every one-kernel version ties; how close yours comes to the copy ceiling needs a GPU.")
         share = row["of copy ceiling"]
-        lines = [f"{mine}: {share:.1%} of the copy ceiling; {vs:.3f}x the speed of {rival}; {ve:.2f}x {eager} (measured)"]
+        on = f" on {self.device}" if self.device else ""
+        lines = [f"{mine}: {share:.1%} of the copy ceiling; {vs:.3f}x the speed of {rival}; {ve:.2f}x {eager} "
+                 f"(measured{on})"]
+        if self.rehearsal:   # another GPU's plan on this one: its times are not that GPU's, so nothing is judged
+            lines.append(f"  not measured: rehearsing {self.rehearsal} (COURSE_PLAN); these times are{on or ' this GPU'}'s")
+            return "\n".join(lines)
         t_stream, t_rival = TARGETS["lesson.of_stream"], _with(TARGETS["lesson.vs_rival"], reference=rival)
         if of_stream is not None:
             t_stream = _with(t_stream, ratio=of_stream)
@@ -453,6 +492,9 @@ def compare(impls: dict, *, bytes=None, flops=None, title: str = "", plot: bool 
                "(a triton.testing.do_bench median)")
         notes = [f"Measured on {c.device}: {how}, L2 flushed before each call.",
                  f"Ceilings: {c.source}."]
+        if capability.rehearsal():
+            notes.append(f"Rehearsing {capability.rehearsal()} (COURSE_PLAN): its dtypes and tiles, run on "
+                         f"{c.device}; these times are {c.device}'s, not measured on the GPU rehearsed.")
     else:
         columns = [("launches", "launches (counted)"), ("bytes", "bytes (counted)"),
                    ("model ms", f"MODEL ms, {REFERENCE.device}"), ("speedup", f"MODEL × vs {base}"),
@@ -465,7 +507,8 @@ def compare(impls: dict, *, bytes=None, flops=None, title: str = "", plot: bool 
                      if size else "Launches and bytes are counted at this run's small size."),
                  "interpreter wall ms: Python executing the kernel on the CPU; meaningless for GPU performance."]
     useful = min(bytes.values()) if isinstance(bytes, dict) and bytes else bytes
-    report = Report(title, rows, columns, notes, measured=gpu, bytes=useful)
+    report = Report(title, rows, columns, notes, measured=gpu, bytes=useful, device=c.device if gpu else "",
+                    rehearsal=capability.rehearsal() if gpu else "")
     if plot and done and env.in_notebook():
         report.plot()
     return report

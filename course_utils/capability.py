@@ -7,18 +7,31 @@ in between, so a lesson asks here instead of assuming an H100:
     p = capability.plan((7, 5))     # any compute capability, e.g. to see what a T4 gets
     p.low_dtype()                   # torch.float16 on every GPU; bf16 only if asked and supported
     p.matmul_tiles                  # Tile(BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages), biggest first
-    p.note                          # one line: what changes here compared with the H100
+    p.note                          # one line: which GPU, and what changes compared with the H100
+    p.gpu                           # its datasheet entry (gpus.GPU) when the card is one the course knows
 
-Layering: this module builds on `environment` alone, and `environment` imports it only inside
-`traps()`, when both are loaded.
+The plan follows the compute capability; the note also names the card, since two cards of one capability
+differ in speed (an H200 gets the H100's plan, with 1.4x the bandwidth).
+
+Rehearsing another GPU's plan: with COURSE_PLAN set (to a capability, "7.5" or "sm_75", or a card the course
+knows, "T4"), the whole course plans as that GPU would, dtypes and tiles, while the kernels still run on the
+GPU at hand. Correctness is checked as usual; performance rows and goal lines say "not measured: rehearsing
+the T4's plan", since the times are the real GPU's. For instructors who have one GPU and a class on another:
+
+    COURSE_PLAN=7.5 jupyter lab            # or: python3 tools/gpu_run.py --plan 7.5
+
+Layering: this module builds on `environment` and `gpus` (a table that imports nothing) alone, and
+`environment` imports it only inside `traps()`, when both are loaded.
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import torch
 
 from . import environment as env
+from . import gpus
 
 KIB = 1024
 
@@ -34,7 +47,9 @@ SMEM_PER_BLOCK = {(7, 5): 64 * KIB, (8, 0): 163 * KIB, (8, 6): 99 * KIB, (8, 9):
 PORTABLE_SMEM = 48 * KIB
 REFERENCE_CC = (9, 0)   # the H100 every number in the course was measured on
 SMALLEST_CC = (7, 5)    # the T4, the smallest GPU the course supports: the interpreter plans for it
-_NAMES = {(7, 5): "T4", (8, 0): "A100", (8, 6): "RTX 30xx / A10", (8, 9): "L4 / RTX 40xx", (9, 0): "H100"}  # examples
+# The cards a capability means, in a sentence (examples; gpus.BY_CC names one product of each)
+_NAMES = {(7, 5): "T4", (8, 0): "A100", (8, 6): "RTX 30xx / A10", (8, 9): "L4 / RTX 40xx", (9, 0): "H100 / H200"}
+PLAN_VARIABLE = "COURSE_PLAN"   # the rehearsal switch: see the module's docstring
 
 
 @dataclass(frozen=True)
@@ -90,6 +105,8 @@ class Plan:
     matmul_tiles: tuple[Tile, ...]   # fit smem_per_block with fp16 operands, biggest first
     changes: tuple[str, ...]         # what differs from the H100, in plain words
     note: str                        # one line: which GPU this is, and those changes
+    gpu: gpus.GPU | None = None      # the card's datasheet entry, when the course knows the card
+    rehearsal: str = ""              # set while COURSE_PLAN rehearses this plan on another GPU: "the T4's plan"
 
     def low_dtype(self, bf16: bool = False) -> torch.dtype:
         """The low-precision dtype a lesson should use: fp16, which every GPU and Colab's T4 compile.
@@ -102,16 +119,62 @@ class Plan:
         return tiles_that_fit(self.smem_per_block or SMEM_PER_BLOCK[SMALLEST_CC], elem)
 
 
+def rehearsed() -> tuple[tuple[int, int], gpus.GPU | None] | None:
+    """(capability, card) of the plan COURSE_PLAN rehearses on this GPU, or None: not set, or no GPU here
+    (the interpreter has its own plan, and nothing it times is a measurement anyway)."""
+    value = os.environ.get(PLAN_VARIABLE, "").strip()
+    if not value or env.DEVICE != "cuda":
+        return None
+    return gpus.parse_plan(value, PLAN_VARIABLE)
+
+
+def rehearsal() -> str:
+    """"the T4's plan" while this GPU rehearses another's plan (COURSE_PLAN), else "". Whatever reports a
+    speed says "not measured: rehearsing <this>" instead, since the times are the real GPU's."""
+    r = rehearsed()
+    if r is None:
+        return ""
+    return gpus.plan_label(*r)
+
+
 def current_cc() -> tuple[int, int] | None:
-    """This machine's compute capability, or None when kernels run in the interpreter (no GPU, or
-    TRITON_INTERPRET set on a GPU machine)."""
+    """The compute capability this machine plans for: its own, or the one COURSE_PLAN rehearses; None when
+    kernels run in the interpreter (no GPU, or TRITON_INTERPRET set on a GPU machine)."""
+    r = rehearsed()
+    if r is not None:
+        return r[0]
     return env.compute_capability() if env.DEVICE == "cuda" else None
 
 
-def plan(cc: tuple[int, int] | None | str = "current") -> Plan:
-    """What a GPU of compute capability `cc` gets. The default is this machine; None is the interpreter."""
+def _vs_h100(card: gpus.GPU) -> str:
+    """How a card of the H100's plan differs from the course's H100 SXM in speed and size (datasheets)."""
+    ref = gpus.lookup("H100 SXM")
+    if card == ref:
+        return ""
+    parts = [f"{card.bandwidth_gbps / ref.bandwidth_gbps:.2g}x its memory bandwidth "
+             f"({card.bandwidth_gbps / 1000:g} vs {ref.bandwidth_gbps / 1000:g} TB/s)"]
+    if card.tensor_tflops != ref.tensor_tflops:
+        parts.append(f"{card.tensor_tflops / ref.tensor_tflops:.2g}x its fp16 tensor rate "
+                     f"({card.tensor_tflops:g} vs {ref.tensor_tflops:g} TFLOP/s)")
+    if card.sms != ref.sms:
+        parts.append(f"{card.sms} SMs vs {ref.sms}")
+    if card.memory_gb != ref.memory_gb:
+        parts.append(f"{card.memory_gb:g} GB vs {ref.memory_gb:g}")
+    return "; ".join(parts) + " (NVIDIA datasheets)"
+
+
+def plan(cc: tuple[int, int] | None | str = "current", name: str | None = None) -> Plan:
+    """What a GPU of compute capability `cc` gets. The default is this machine (named by torch, or the card
+    COURSE_PLAN rehearses); None is the interpreter. name: the card, for the note ("NVIDIA H200")."""
+    rehearsing = ""
     if cc == "current":
         cc = current_cc()
+        r = rehearsed()
+        if r is not None:
+            rehearsing = rehearsal()
+            name = r[1].name if r[1] else None
+        elif name is None and cc is not None:
+            name = env.gpu_name()
     gpu = cc is not None
     cc = tuple(cc) if gpu else None
     bf16 = gpu and cc >= (8, 0)  # the interpreter's bf16 tl.dot is not faithful either
@@ -119,6 +182,9 @@ def plan(cc: tuple[int, int] | None | str = "current") -> Plan:
     hopper = gpu and cc >= REFERENCE_CC
     smem = SMEM_PER_BLOCK.get(cc, PORTABLE_SMEM) if gpu else None
     tiles = tiles_that_fit(smem or SMEM_PER_BLOCK[SMALLEST_CC])
+    card = gpus.lookup(name) if gpu and name else None
+    if card is not None and card.cc != cc:
+        card = None      # a name that contradicts the capability (a faked GPU in a test): trust the capability
 
     changes = []
     if not bf16:
@@ -134,9 +200,20 @@ def plan(cc: tuple[int, int] | None | str = "current") -> Plan:
         changes.append(f"smaller matmul tiles ({smem // KIB} KiB shared memory per block vs 227)")
     if not hopper:
         changes.append("no Hopper-only paths (TMA, wgmma)")
-    who = "Triton's CPU interpreter (no GPU)" if not gpu else f"{_NAMES.get(cc, 'this GPU')} (sm_{cc[0]}{cc[1]})"
-    note = (f"{who}, unlike the course's H100: " + "; ".join(changes) if changes
-            else f"{who}: nothing changes from the H100 the course was measured on")
+    if not gpu:
+        who = "Triton's CPU interpreter (no GPU)"
+    else:
+        who = f"{card.short if card else _NAMES.get(cc, 'this GPU')} (sm_{cc[0]}{cc[1]})"
+    if rehearsing:
+        who = f"{rehearsing} rehearsed on {env.gpu_name()} ({PLAN_VARIABLE}; times are this GPU's): {who}"
+    if changes:
+        note = f"{who}, unlike the course's H100: " + "; ".join(changes)
+        if card is not None:
+            note += f" ({card.bandwidth_gbps:g} GB/s, {card.sms} SMs, {card.memory_gb:g} GB: {card.short} datasheet)"
+    elif card is not None and _vs_h100(card):
+        note = f"{who}: the H100's plan (same sm_90 dtypes, tiles and paths); {_vs_h100(card)}"
+    else:
+        note = f"{who}: nothing changes from the H100 the course was measured on"
     return Plan(cc=cc, dtypes=(torch.float32, torch.float16) + ((torch.bfloat16,) if bf16 else ()),
                 bf16=bf16, tensor_cores=tensor_cores, hopper_paths=hopper, smem_per_block=smem,
-                matmul_tiles=tiles, changes=tuple(changes), note=note)
+                matmul_tiles=tiles, changes=tuple(changes), note=note, gpu=card, rehearsal=rehearsing)

@@ -224,3 +224,73 @@ def test_interleaved_takes_turns_reverses_every_other_round_and_keeps_going_past
     assert order == ["a", "b", "c", "b", "a", "a", "b"]     # c raised in round 1 and is not called again
     assert out["a"] == 2.0 and out["b"] == 5.0             # medians of each name's own rounds
     assert isinstance(out["c"], RuntimeError)
+
+
+# --- other GPUs by name, and goal lines that say where they ran ----------------------------------------
+def test_datasheet_ceilings_of_a_t4_model_its_tl_dot_without_tensor_cores():
+    t4 = bench.datasheet_ceilings("Tesla T4")
+    assert (t4.device, t4.copy_gbps, t4.matmul_tflops, t4.measured) == ("NVIDIA T4", 320.0, 8.1, False)
+    assert "T4 Tensor Core GPU" in t4.source and "without tensor cores" in t4.source
+    assert bench.datasheet_ceilings("Tesla T4", tensor_cores=True).matmul_tflops == 65.0
+    # the same traffic takes the T4 over ten times the H100's time: 3.35 GB in 1 ms there
+    assert bench.model_ms(3.35e9, launches=0, gpu=t4) == pytest.approx(3.35e9 / 320e6)
+
+
+def test_datasheet_ceilings_of_an_h200_and_the_reference():
+    h200 = bench.datasheet_ceilings("NVIDIA H200")
+    assert (h200.copy_gbps, h200.matmul_tflops) == (4800.0, 989.0) and "H200" in h200.source
+    assert bench.REFERENCE == bench.datasheet_ceilings("NVIDIA H100 80GB HBM3")
+
+
+def test_datasheet_ceilings_of_an_unknown_card_say_what_to_do():
+    with pytest.raises(ValueError, match="no datasheet.*bench.ceilings"):
+        bench.datasheet_ceilings("NVIDIA B200")
+
+
+def _fake_gpu(monkeypatch, rehearse=""):
+    from course_utils import environment
+    monkeypatch.setattr(environment, "DEVICE", "cuda")
+    monkeypatch.setattr(environment, "compute_capability", lambda: (9, 0))
+    monkeypatch.setattr(environment, "gpu_name", lambda: "NVIDIA H200")
+    monkeypatch.setattr(bench, "on_gpu", lambda: True)
+    fake = bench.Ceilings("NVIDIA H200", copy_gbps=4000.0, matmul_tflops=700.0, measured=True, source="faked")
+    monkeypatch.setattr(bench, "ceilings", lambda refresh=False: fake)
+    if rehearse:
+        monkeypatch.setenv("COURSE_PLAN", rehearse)
+    else:
+        monkeypatch.delenv("COURSE_PLAN", raising=False)
+
+
+def test_a_goal_line_names_the_gpu_it_ran_on(monkeypatch):
+    _fake_gpu(monkeypatch)
+    assert bench.goal(">= 1.3x sdpa-flash", True) == \
+        "goal on the course's H100: >= 1.3x sdpa-flash: met (measured on NVIDIA H200)"
+    assert bench.goal(">= 1.3x sdpa-flash", False).endswith("NOT met (measured on NVIDIA H200)")
+
+
+def test_a_goal_line_without_a_gpu_is_not_measured(monkeypatch):
+    monkeypatch.setattr(bench, "on_gpu", lambda: False)
+    assert bench.goal(">= 92% of the copy ceiling", True).endswith(": not measured: no GPU here")
+
+
+def test_a_goal_line_while_rehearsing_is_not_measured(monkeypatch):
+    _fake_gpu(monkeypatch, rehearse="7.5")
+    line = bench.goal(">= 1.3x sdpa-flash", True)
+    assert "not measured: rehearsing the T4's plan" in line and "met" not in line.split(": not measured")[1]
+
+
+def test_compare_and_verdict_while_rehearsing_say_whose_times_they_are(monkeypatch):
+    _fake_gpu(monkeypatch, rehearse="T4")
+    monkeypatch.setattr(bench, "time", lambda fn, **kw: fn())
+    r = bench.compare({"torch.compile": lambda: 1.0, "eager": lambda: 2.0, "yours": lambda: 1.0},
+                      bytes=4e9, plot=False)
+    assert r.rehearsal == "the T4's plan" and r.device == "NVIDIA H200"
+    assert any("Rehearsing the T4's plan" in n and "not measured on the GPU rehearsed" in n for n in r.notes)
+    line = r.verdict("yours", eager="eager")
+    assert "(measured on NVIDIA H200)" in line and "not measured: rehearsing the T4's plan" in line
+    assert "(met)" not in line and "NOT met" not in line
+    monkeypatch.delenv("COURSE_PLAN")
+    monkeypatch.setattr(bench, "stream_ms", lambda nbytes, **kw: 1.0)   # the bare copy of the same bytes
+    plain = bench.compare({"torch.compile": lambda: 1.0, "eager": lambda: 2.0, "yours": lambda: 1.0},
+                          bytes=4e9, plot=False).verdict("yours", eager="eager")
+    assert "rehears" not in plain and "(measured on NVIDIA H200)" in plain and ": met" in plain

@@ -119,3 +119,34 @@ def test_the_peak_gpu_memory_is_asked_of_the_notebooks_kernel_and_reported():
     assert gpu_run.peak_memory(FakeKernel("", alive=False)) is None               # the kernel died
     section = gpu_run.section("solutions/00_setup.ipynb", executed("x\n"), "ok", 20.0, INFO["date"], peak)
     assert "**ok** in 20.0 s (run 2026-11-22 17:42 UTC); peak GPU memory 3.00 GiB allocated" in section
+
+
+# --- --plan: another GPU's plan rehearsed on this one --------------------------------------------------
+def test_a_plan_is_named_in_the_report_and_its_own_file():
+    said, part = gpu_run.plan_of("7.5")
+    assert part == "sm75" and said.startswith("the T4's plan (COURSE_PLAN=7.5), rehearsed")
+    assert gpu_run.plan_of("T4")[1] == "sm75" and gpu_run.plan_of("sm_86")[0].startswith("the A10's plan")
+    text = gpu_run.report({**INFO, "plan": said}, {})
+    assert f"| plan | {said} |" in text
+
+
+def test_a_plan_that_names_nothing_stops_with_what_to_give():
+    import pytest
+    with pytest.raises(SystemExit, match="names no compute capability"):
+        gpu_run.plan_of("a potato")
+
+
+def test_the_kernel_gets_the_plan_and_nothing_else_does():
+    assert gpu_run.kernel_manager("7.5").kernel_spec_manager.get_kernel_spec("x").env["COURSE_PLAN"] == "7.5"
+    assert "COURSE_PLAN" not in gpu_run.kernel_manager().kernel_spec_manager.get_kernel_spec("x").env
+
+
+def test_a_rehearsal_never_becomes_the_sites_page(tmp_path):
+    rel = "solutions/00_setup.ipynb"
+    nb = gpu_run.artifact(executed("rehearsed"), rel, {**INFO, "plan": gpu_run.plan_of("7.5")[0]}, "ok", 1)
+    assert nb.metadata["gpu_run"]["plan"].startswith("the T4's plan")
+    came_back = tmp_path / "00_setup.ipynb"
+    nbformat.write(nb, came_back)
+    results = tmp_path / "results"
+    gpu_run.merge([came_back], results)
+    assert not (results / "notebooks").exists() or not any((results / "notebooks").rglob("*.ipynb"))

@@ -124,6 +124,25 @@ def test_performance_switched_off_is_not_measured(monkeypatch):
     assert card.rows[-1].diagnosis == "not measured: timing switched off (performance=False)."
 
 
+def test_performance_while_rehearsing_another_gpus_plan_is_not_measured(monkeypatch):
+    """COURSE_PLAN=7.5 on an H100: the T4's dtypes and tiles run there, but the H100's speed is not a T4's."""
+    from course_utils import capability, environment
+    monkeypatch.setattr(_card, "ON_GPU", True)
+    monkeypatch.setattr(_card, "INTERPRET", False)
+    monkeypatch.setattr(environment, "DEVICE", "cuda")
+    monkeypatch.setattr(environment, "compute_capability", lambda: (9, 0))
+    monkeypatch.setattr(environment, "gpu_name", lambda: "NVIDIA H100 80GB HBM3")
+    monkeypatch.setenv("COURSE_PLAN", "7.5")
+    card = grade.Scorecard("Lab 0")
+    with card.criterion("right numbers"):
+        pass
+    assert card.performance("speed", lambda: 1 / 0, target=1) is None
+    assert [r.status for r in card.rows] == ["passed", "not measured"]
+    assert card.rows[-1].diagnosis.startswith("not measured: rehearsing the T4's plan")
+    monkeypatch.delenv("COURSE_PLAN")
+    assert capability.rehearsal() == "" and card.performance("speed", lambda: 2.0, target=1) == 2.0
+
+
 def test_performance_after_a_failed_row_is_not_measured(monkeypatch):
     monkeypatch.setattr(_card, "ON_GPU", True)
     monkeypatch.setattr(_card, "INTERPRET", False)

@@ -10,6 +10,9 @@ docs/gpu-results/<gpu>.md.
                                                      their stubs written (as ./course test runs them)
     python3 tools/gpu_run.py --merge build/gpu/*/*.md   fold reports that came back from other calls into
                                                      docs/gpu-results/ (per section, the latest run wins)
+    python3 tools/gpu_run.py --plan 7.5             rehearse another GPU's plan (here the T4's) on this one:
+                                                     every notebook runs with COURSE_PLAN=7.5, its report is
+                                                     <gpu>-plan-sm75.md, and no artifact reaches the site
     options: --out DIR (default $OUT, else build/gpu-run)  --timeout SECONDS per cell (300)  --fresh
 
 Each notebook runs in a fresh kernel of this very Python (no kernelspec needs installing), with its
@@ -50,6 +53,7 @@ import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+PLAN_VARIABLE = "COURSE_PLAN"   # course_utils/capability.py reads it
 SOURCES = ["solutions", "solutions/labs"]
 MAX_LINES, MAX_CHARS = 40, 4000   # per cell, after which the middle is elided
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -121,7 +125,29 @@ def slug(device: str) -> str:
 
 
 # --- the executed notebooks, kept as artifacts ------------------------------------------------------
-RUN_KEYS = ("device", "capability", "driver", "torch", "cuda", "triton", "python", "date")
+RUN_KEYS = ("device", "capability", "plan", "driver", "torch", "cuda", "triton", "python", "date")
+
+
+def gpus_table():
+    """course_utils/gpus.py, loaded alone: it imports nothing of the course (nor torch), and this process
+    must hold no CUDA context."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("course_gpus", ROOT / "course_utils" / "gpus.py")
+    module = sys.modules.setdefault("course_gpus", importlib.util.module_from_spec(spec))   # dataclasses look it up
+    spec.loader.exec_module(module)
+    return module
+
+
+def plan_of(value: str) -> tuple[str, str]:
+    """(what the report and artifacts say, a file-name part) of --plan VALUE: ("the T4's plan (COURSE_PLAN=7.5)
+    rehearsed: ...", "sm75"). A value that names no plan stops the run with what to give."""
+    gpus = gpus_table()
+    try:
+        cc, card = gpus.parse_plan(value, "--plan")
+    except ValueError as e:
+        sys.exit(f"gpu_run: {e}")
+    return (f"{gpus.plan_label(cc, card)} ({PLAN_VARIABLE}={value}), rehearsed: the times are this GPU's, "
+            f"not measured on the GPU rehearsed", f"sm{cc[0]}{cc[1]}")
 
 
 def artifact_name(rel: str) -> str:
@@ -159,6 +185,8 @@ def merge_artifact(path: Path, results: Path) -> Path | None:
         sys.exit(f"gpu_run: {path} has no gpu_run metadata: not an artifact of tools/gpu_run.py")
     if not run["source"].startswith("solutions/"):
         return None   # a --student run: the solutions' runs are the artifacts
+    if run.get("plan"):
+        return None   # a --plan rehearsal: its times are not the GPU's own, so the site never shows them
     target = results / "notebooks" / slug(run.get("device", "unknown")) / artifact_name(run["source"])
     if target.exists():
         old = nbformat.read(target, as_version=4).metadata.get("gpu_run", {})
@@ -170,8 +198,8 @@ def merge_artifact(path: Path, results: Path) -> Path | None:
 
 
 # --- running one notebook ---------------------------------------------------------------------------
-def kernel_manager():
-    """A kernel of this very Python, whatever kernelspecs are (not) installed."""
+def kernel_manager(plan: str = ""):
+    """A kernel of this very Python, whatever kernelspecs are (not) installed; plan: COURSE_PLAN's value."""
     from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
     from jupyter_client.manager import KernelManager
 
@@ -179,6 +207,8 @@ def kernel_manager():
            # figures come back as images (a caller's MPLBACKEND=Agg would swallow them)
            "MPLBACKEND": "module://matplotlib_inline.backend_inline",
            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    if plan:
+        env[PLAN_VARIABLE] = plan
 
     class ThisPython(KernelSpecManager):
         def get_kernel_spec(self, kernel_name):
@@ -228,14 +258,15 @@ def peak_text(peak: dict | None) -> str:
             if peak else "peak GPU memory: none (no GPU used)")
 
 
-def execute(path: Path, timeout: int):
-    """Run the notebook; return (executed notebook, status, seconds, peak GPU memory as PEAK_PROBE gives it)."""
+def execute(path: Path, timeout: int, plan: str = ""):
+    """Run the notebook (with COURSE_PLAN=plan, if given); return (executed notebook, status, seconds, peak GPU
+    memory as PEAK_PROBE gives it)."""
     import nbformat
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
     nb = nbformat.read(path, as_version=4)
-    km = kernel_manager()
+    km = kernel_manager(plan)
     client = NotebookClient(nb, km=km, timeout=timeout, startup_timeout=180, allow_errors=False,
                             record_timing=True, resources={"metadata": {"path": str(path.parent)}})
     t0, status = time.perf_counter(), "ok"
@@ -384,7 +415,7 @@ def report(info: dict, sections: dict[str, tuple[str, str, str, str]]) -> str:
     head = [f"# GPU results: {info.get('device', 'unknown')}", "",
             "Written by `python3 tools/gpu_run.py`: every solution notebook run top to bottom on this machine.", "",
             "| | |", "|---|---|"]
-    for key in ("device", "capability", "driver", "torch", "cuda", "triton", "python", "date"):
+    for key in RUN_KEYS:
         if info.get(key):
             head.append(f"| {key} | {info[key]} |")
     head += ["", "| notebook | status | wall time | run |", "|---|---|---|---|"]
@@ -402,7 +433,7 @@ def existing_sections(path: Path) -> dict:
 
 def header_info(path: Path) -> dict:
     rows = re.findall(r"^\| (\w+) \| (.+?) \|$", path.read_text(encoding="utf-8"), re.M)
-    return {k: v for k, v in rows if k in ("device", "capability", "driver", "torch", "cuda", "triton", "python", "date")}
+    return {k: v for k, v in rows if k in RUN_KEYS}
 
 
 def merge(reports: list[Path], results: Path) -> int:
@@ -455,6 +486,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--student", action="store_true",
                     help="run the student notebooks of those solutions instead, stubs written with the solution's "
                          "code (tools/generate.py --filled), as ./course test runs them on the CPU")
+    ap.add_argument("--plan", default="", metavar="CC",
+                    help="rehearse another GPU's plan on this one (COURSE_PLAN): a capability, 7.5 or sm_75, or a "
+                         "card, T4; the report is <gpu>-plan-sm75.md and no executed notebook goes to the site")
     ap.add_argument("--merge", nargs="+", type=Path, metavar="REPORT",
                     help="merge these reports (and executed notebooks, .ipynb) into --results instead of "
                          "running anything")
@@ -467,12 +501,16 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError as e:
         sys.exit(f"gpu_run: {e}. Install the test extra, or carry the wheels of tools/gpu_wheels.sh.")
 
+    rehearsal = plan_of(args.plan) if args.plan else None
     paths = [] if args.tests_only else resolve(args.notebooks)
     if args.student:
         paths = student_path(paths)
     info = machine()
     info["date"] = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     name = slug(info.get("device", "unknown"))
+    if rehearsal:
+        info["plan"], part = rehearsal
+        name += f"-plan-{part}"     # a report of its own: a rehearsal's times are never the GPU's own
     print(f"gpu_run: {len(paths)} notebook(s) on {info.get('device')} -> {name}.md", flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
     args.results.mkdir(parents=True, exist_ok=True)
@@ -493,14 +531,14 @@ def main(argv: list[str] | None = None) -> int:
         for path in paths:
             rel = path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else path.name
             print(f"  {rel} ...", end=" ", flush=True)
-            nb, status, seconds, peak = execute(path, args.timeout)
+            nb, status, seconds, peak = execute(path, args.timeout, args.plan)
             print(f"{status} ({seconds:.1f} s; {peak_text(peak)})", flush=True)
             failed += status != "ok"
             sections[rel] = (status, f"{seconds:.1f}", info["date"],
                              section(rel, nb, status, seconds, info["date"], peak))
             kept = artifact(nb, rel, info, status, seconds, peak)
             zf.writestr(rel, nbformat.writes(kept))  # one file comes back from a lent machine, not one per notebook
-            if not args.student:   # the browsable edition is built from the solutions' runs
+            if not args.student and not args.plan:   # the site is built from the solutions' own runs
                 save_artifact(kept, args.results / "notebooks", name, rel)
     order = {p.relative_to(ROOT).as_posix(): i for i, p in enumerate(all_notebooks())}
     # the test suite first, then the notebooks in course order
@@ -510,7 +548,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.out.resolve() != args.results.resolve():
         shutil.copy(report_path, args.out / report_path.name)
     print(f"gpu_run: wrote {report_path}, {args.out / f'executed-{name}.zip'}"
-          f"{f' and {len(paths)} notebook(s) in ' + str(args.results / 'notebooks' / name) if paths and not args.student else ''}; "
+          f"{f' and {len(paths)} notebook(s) in ' + str(args.results / 'notebooks' / name) if paths and not args.student and not args.plan else ''}; "
           f"{failed} notebook(s) failed")
     return 1 if failed else 0
 

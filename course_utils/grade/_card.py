@@ -27,9 +27,11 @@ Rules a row follows:
   context is broken, so the rows after it say "not run" instead of crashing in turn.
 - `card.not_measured(why)` inside a block ends it as neither passed nor failed.
 - `performance` measures only on a GPU; without one the row says "not measured: no GPU here" (a CPU
-  time says nothing about a GPU kernel). After a failed correctness or budget row it is not measured
-  either (the speed of a wrong kernel means nothing); a performance row that missed its target does
-  not stop the next one (each size is timed once the kernel is right). Nor is it measured on a card
+  time says nothing about a GPU kernel). While COURSE_PLAN rehearses another GPU's plan (capability.py),
+  it says "not measured: rehearsing the T4's plan": the correctness rows still run. After a failed
+  correctness or budget row it is not measured either (the speed of a wrong kernel means nothing); a
+  performance row that missed its target does not stop the next one (each size is timed once the kernel
+  is right). Nor is it measured on a card
   made with Scorecard(..., performance=False) (tests).
 - `budget` counts launches and bytes with trips (it works on the CPU interpreter too).
 - `finish()` shows the card (HTML in a notebook, text elsewhere) with a total, "5 of 6 passed,
@@ -51,7 +53,7 @@ import traceback
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from .. import _interp, hints, trips
+from .. import _interp, capability, hints, trips
 from ..check._core import BYTES_SLACK, CheckFailed, say
 from ..environment import INTERPRET, ON_GPU, in_notebook
 from ..numbers import readable
@@ -252,6 +254,9 @@ class Scorecard:
             self.not_measured(NO_GPU)
         if not self.timing:
             self.not_measured("timing switched off (performance=False).")
+        if capability.rehearsal():   # COURSE_PLAN: another GPU's plan on this one; its times are not that GPU's
+            self.not_measured(f"rehearsing {capability.rehearsal()} (COURSE_PLAN is set): the kernels ran with "
+                              "its dtypes and tiles on this GPU, whose speed says nothing of that one's.")
         if needs_correct and any(r.status == FAILED and not r.timed for r in self.rows[:-1]):
             self.not_measured("an earlier row failed, and the speed of a wrong kernel means nothing.")
 
