@@ -67,17 +67,17 @@ REFERENCE = datasheet_ceilings("H100 SXM")
 
 
 def goal(target: str, met: bool, *, device: str | None = None) -> str:
-    """One goal line, naming the GPU it ran on: "goal on the course's H100: >= 1.3x sdpa-flash: met (measured on
+    """One goal line, naming the GPU it ran on: "goal: >= 1.3x sdpa-flash: met (measured on
     NVIDIA H200)". While COURSE_PLAN rehearses another GPU's plan the times are this GPU's, not that one's, so
     the line says "not measured: rehearsing the T4's plan" instead of met or NOT met."""
     device = device or (ceilings().device if on_gpu() else "")
     rehearsing = capability.rehearsal()
     if rehearsing:
-        return (f"goal on the course's H100: {target}: not measured: rehearsing {rehearsing} "
+        return (f"goal: {target}: not measured: rehearsing {rehearsing} "
                 f"(the times are {device or 'this GPU'}'s)")
     if not on_gpu():
-        return f"goal on the course's H100: {target}: not measured: no GPU here"
-    return f"goal on the course's H100: {target}: {'met' if met else 'NOT met'} (measured on {device})"
+        return f"goal: {target}: not measured: no GPU here"
+    return f"goal: {target}: {'met' if met else 'NOT met'} (measured on {device})"
 
 
 def on_gpu() -> bool:

@@ -264,7 +264,7 @@ def _fake_gpu(monkeypatch, rehearse=""):
 def test_a_goal_line_names_the_gpu_it_ran_on(monkeypatch):
     _fake_gpu(monkeypatch)
     assert bench.goal(">= 1.3x sdpa-flash", True) == \
-        "goal on the course's H100: >= 1.3x sdpa-flash: met (measured on NVIDIA H200)"
+        "goal: >= 1.3x sdpa-flash: met (measured on NVIDIA H200)"
     assert bench.goal(">= 1.3x sdpa-flash", False).endswith("NOT met (measured on NVIDIA H200)")
 
 
