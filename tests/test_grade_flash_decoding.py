@@ -5,6 +5,7 @@ The wrong answers run on a lean card (one ragged batch, the rows that can see th
 interpreter's time in seconds; the right ones and the stub get the whole card."""
 import importlib
 import re
+from pathlib import Path
 
 import pytest
 import torch
@@ -133,3 +134,22 @@ def test_a_scorecard_with_hints_names_the_hint_of_a_diagnosis_key():
     with plain.criterion("row"):
         raise CheckFailed("wrong", "gqa")
     assert plain.rows[0].diagnosis == "wrong"
+
+
+def test_the_measure_text_says_what_the_cpu_model_charges():
+    """Issue 21: on a CPU the Measure table is bench's model; its text names what the model charges at the hook's
+    size (the bytes of K and V at the datasheet bandwidth, a fixed cost a launch) and where a two-launch split
+    design lands against SDPA's one launch of the same bytes. Those figures come from the model, not from a run."""
+    import json
+    from course_utils import bench
+    cells = json.loads((Path(__file__).resolve().parent.parent / "solutions" / "labs" /
+                        "lab5_flash_decoding.ipynb").read_text())["cells"]
+    text = " ".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown").replace("\n", " ")
+    said = re.search(r"the bytes take the model about (\d+) µs and each launch adds (\d+) µs, so a two-launch "
+                     r"design lands near ([\d.]+)×", text)
+    assert said, "lab 5's Measure text no longer says what the CPU model charges"
+    kv = 2 * 1 * 8 * 8192 * 128 * 2              # B = 1, 8 KV heads, N = 8,192, D = 128, 2-byte K and V
+    bytes_us = 1e3 * bench.model_ms(kv, launches=0)
+    one, two = bench.model_ms(kv, launches=1), bench.model_ms(kv, launches=2)
+    assert round(bytes_us) == int(said[1]) and bench.REFERENCE.launch_us == float(said[2])
+    assert abs(one / two - float(said[3])) < 0.06, (one / two, said[3])
