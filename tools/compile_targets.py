@@ -59,27 +59,10 @@ NOT_JUDGED = {
 # Launches known to fail, fixed (or to be fixed) elsewhere: (target, notebook, kernel, dtypes, the constexprs' start,
 # num_stages) -> why. CI does not compile them again (on a T4 each takes up to a minute); tests/test_compile_targets.py holds a
 # strict xfail for each, which turns red once the launch is gone or passes.
-LAB4 = ("reported (issue 20): lab 4's attention kernels keep fixed tiles (cells 5 and 11: 128x64 forward, 64x64 "
-        "backward); at D = 128 they need 96-128 KiB of shared memory, and a T4 grants a block 64")
 FAST09 = ("reported (issue 20): lesson 09's fast_attention_kernel (cell 33, the optimisation after the lesson) "
           "keeps the H100's 128x64 tiles: 96 KiB of a T4's 64 at D = 128")
-LAB5 = ("reported (issue 20): lab 5's decode_split_kernel at BLOCK_N = 128, 3 stages (the solution's launch, cells "
-        "11-12, as its grader calls it) needs 136-140 KiB of shared memory on sm_86/89 (99 granted) and 72 on sm_75 (64)")
 KNOWN_FAILURES = {
-    **{(t, "lab5_flash_decoding.ipynb", "decode_split_kernel", d, start, 3): LAB5 for t, d, start in (
-        ("sm_75", "fp16/fp32/i32", "H=4, H_KV=1, D=128, BLOCK_H=16, BLOCK_N=128,"),
-        ("sm_86", "fp32/i32", "H=8, H_KV=2, D=64, BLOCK_H=16, BLOCK_N=128,"),
-        ("sm_86", "fp16/fp32/i32", "H=4, H_KV=1, D=128, BLOCK_H=16, BLOCK_N=128,"),
-        ("sm_86", "fp32/i32", "H=4, H_KV=1, D=64, BLOCK_H=16, BLOCK_N=128,"),
-        ("sm_86", "bf16/fp32/i32", "H=8, H_KV=2, D=128, BLOCK_H=16, BLOCK_N=128,"),
-        ("sm_89", "fp32/i32", "H=8, H_KV=2, D=64, BLOCK_H=16, BLOCK_N=128,"),
-        ("sm_89", "fp16/fp32/i32", "H=4, H_KV=1, D=128, BLOCK_H=16, BLOCK_N=128,"),
-        ("sm_89", "fp32/i32", "H=4, H_KV=1, D=64, BLOCK_H=16, BLOCK_N=128,"),
-        ("sm_89", "bf16/fp32/i32", "H=8, H_KV=2, D=128, BLOCK_H=16, BLOCK_N=128,"))},
     ("sm_75", "09_flash_attention.ipynb", "fast_attention_kernel", "fp16", "D=128, BLOCK_M=128, BLOCK_N=64,", 3): FAST09,
-    ("sm_75", "lab4_flash_attention_backward.ipynb", "attn_fwd_kernel", "fp16/fp32", "D=128, BLOCK_M=128, BLOCK_N=64,", 3): LAB4,
-    ("sm_75", "lab4_flash_attention_backward.ipynb", "bwd_dkdv_kernel", "fp16/fp32", "D=128, BLOCK_M=64, BLOCK_N=64,", 2): LAB4,
-    ("sm_75", "lab4_flash_attention_backward.ipynb", "bwd_dq_kernel", "fp16/fp32", "D=128, BLOCK_M=64, BLOCK_N=64,", 2): LAB4,
 }
 COMPILE_SECONDS = 300  # one kernel's compilation, at most; --ci: CI_COMPILE_SECONDS
 CI_COMPILE_SECONDS = 60
