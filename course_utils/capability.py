@@ -47,6 +47,11 @@ SMEM_PER_BLOCK = {(7, 5): 64 * KIB, (8, 0): 163 * KIB, (8, 6): 99 * KIB, (8, 9):
 PORTABLE_SMEM = 48 * KIB
 REFERENCE_CC = (9, 0)   # the H100 every number in the course was measured on
 SMALLEST_CC = (7, 5)    # the T4, the smallest GPU the course supports: the interpreter plans for it
+# The attention kernels (lesson 09, labs 4 and 5) pick tiles by class of shared memory, not by card: their
+# H100 tiles need up to 160 KiB a block (lesson 09's fp32 case), a class below keeps 2 stages and halves
+# what does not fit in 99 KiB, and a T4's 64 KiB halves the tiles again. tools/compile_targets.py checks
+# every choice against every target.
+ROOM_LARGE, ROOM_MEDIUM = 160 * KIB, 96 * KIB
 # The cards a capability means, in a sentence (examples; gpus.BY_CC names one product of each)
 _NAMES = {(7, 5): "T4", (8, 0): "A100", (8, 6): "RTX 30xx / A10", (8, 9): "L4 / RTX 40xx", (9, 0): "H100 / H200"}
 PLAN_VARIABLE = "COURSE_PLAN"   # the rehearsal switch: see the module's docstring
@@ -112,6 +117,16 @@ class Plan:
         """The low-precision dtype a lesson should use: fp16, which every GPU and Colab's T4 compile.
         bf16=True asks for bf16, granted only where Triton can compile it."""
         return torch.bfloat16 if bf16 and self.bf16 else torch.float16
+
+    @property
+    def room(self) -> str | None:
+        """The class of shared memory a block gets: "large" (>= 160 KiB: A100, H100, H200), "medium"
+        (>= 96 KiB: A10, RTX 30 and 40, L4), "small" (a T4's 64 KiB, or a GPU not in the table); None on
+        the interpreter, which has no limit."""
+        if self.smem_per_block is None:
+            return None
+        return ("large" if self.smem_per_block >= ROOM_LARGE else
+                "medium" if self.smem_per_block >= ROOM_MEDIUM else "small")
 
     def tiles(self, dtype: torch.dtype = torch.float16) -> tuple[Tile, ...]:
         """The matmul tiles that fit this GPU for operands of `dtype` (fp32 ones take twice the room)."""

@@ -83,6 +83,24 @@ def seed(s: int = 0) -> None:
     torch.manual_seed(s)
 
 
+def same_draws(fn, name: str):
+    """`fn`, which draws its random numbers from a generator seeded by `name` and leaves the caller's own
+    state as it was: a check or a grader then gives the same verdict on the same kernel whatever ran
+    before it (a notebook's earlier cells, other tests in the same pytest worker)."""
+    import functools
+    import zlib
+
+    @functools.wraps(fn)
+    def drawn_the_same(*args, **kwargs):
+        # the GPU's generator too, once CUDA is up (a check that starts it seeds it through manual_seed
+        # anyway; and tools/compile_targets.py's stand-in GPU has no generator to save)
+        devices = [torch.cuda.current_device()] if ON_GPU and torch.cuda.is_initialized() else []
+        with torch.random.fork_rng(devices=devices):
+            torch.manual_seed(zlib.crc32(name.encode()))
+            return fn(*args, **kwargs)
+    return drawn_the_same
+
+
 def traps() -> list[str]:
     """Known ways this machine will surprise a student, in plain words."""
     notes = []

@@ -20,6 +20,13 @@ from .numbers import readable, typed
 _asked: list[str] = []     # keys asked in this process: what scoreboard() shows by default
 
 
+def modelled(label) -> bool:
+    """Was the value revealed a model's (a label such as "MODEL (H100 datasheet)"), not a measurement or a
+    count? A guess against a model is shown, but not scored: on a CPU several reveals are the very model
+    the question quotes, and a headless default equal to it would count as a hit."""
+    return str(label or "").upper().startswith("MODEL")
+
+
 @dataclass
 class Prediction:
     key: str
@@ -180,7 +187,7 @@ def choice(key: str, question: str, options, measure, *, guess=None, default=Non
 class Scoreboard:
     def _cells(self):
         for r in self.rows:
-            close = {True: "yes", False: "no", None: "—"}[r["close"]]
+            close = "model, not scored" if r.get("modelled") else {True: "yes", False: "no", None: "—"}[r["close"]]
             ratio = f"×{readable(r['ratio'])}" if r["ratio"] is not None else ""
             yield [r["key"], _val(r["guess"], r["unit"]), _val(r["measured"], r["unit"]), ratio, close]
 
@@ -201,7 +208,9 @@ class Scoreboard:
         widths = [max(len(row[i]) for row in [self._head] + body) for i in range(len(self._head))]
         lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in [self._head] + body]
         hits = sum(r["close"] is True for r in self.rows)
-        tail = [f"{hits} of {len(self.rows)} close (numbers: within 2x; choices: right)"]
+        models = sum(bool(r.get("modelled")) for r in self.rows)
+        tail = [f"{hits} of {len(self.rows) - models} close (numbers: within 2x; choices: right)"
+                + (f"; {models} revealed by a model, not scored" if models else "")]
         return "\n".join(lines + tail + ([self._pending()] if self.unrevealed else [])
                          + ([self.hints_line] if self.hints_line else []))
 
@@ -246,8 +255,10 @@ def scoreboard(keys=None, prefix: str | None = None) -> Scoreboard:
         else:
             r = _ratio(g, m)
             ratio, close = (r, r <= 2.0) if math.isfinite(r) else (None, None if g is None else False)
+        model = modelled(e.get("label"))
         rows.append({"key": k, "question": e.get("question"), "guess": g, "measured": m,
-                     "unit": e.get("unit", ""), "ratio": ratio, "close": close})
+                     "unit": e.get("unit", ""), "ratio": ratio, "close": None if model else close,
+                     "modelled": model})
     from . import hints  # the hints opened for this notebook's exercises, from the same log
     board = Scoreboard(rows, [k for k in _asked if k not in latest] if asked_here else (),
                        hints.summary() if asked_here else "")
@@ -265,15 +276,21 @@ class Calibration:
     def summary(self) -> str:
         if not self.rows:
             return "no numeric predictions with a positive guess and a positive revealed value yet"
-        n = len(self.rows)
-        close = sum(r["ratio"] <= 2.0 for r in self.rows)
-        low = sum(r["guess"] < r["measured"] for r in self.rows)
-        ratios = sorted(r["ratio"] for r in self.rows)
-        median = ratios[n // 2] if n % 2 else (ratios[n // 2 - 1] * ratios[n // 2]) ** 0.5
         lessons = sorted({r["lesson"] for r in self.rows})
-        return (f"{n} predictions from lessons {', '.join(lessons)}: {close} within 2x ({close / n:.0%}); "
-                f"median miss ×{readable(median)}; {low} guessed low, {n - low - sum(r['guess'] == r['measured'] for r in self.rows)} "
-                "guessed high")
+        scored = [r for r in self.rows if not modelled(r["label"])]
+        models = len(self.rows) - len(scored)
+        head = f"{len(self.rows)} predictions from lessons {', '.join(lessons)}"
+        note = f"; {models} revealed by a model (hollow markers), not scored" if models else ""
+        n = len(scored)
+        if not n:
+            return head + note
+        close = sum(r["ratio"] <= 2.0 for r in scored)
+        low = sum(r["guess"] < r["measured"] for r in scored)
+        high = sum(r["guess"] > r["measured"] for r in scored)
+        ratios = sorted(r["ratio"] for r in scored)
+        median = ratios[n // 2] if n % 2 else (ratios[n // 2 - 1] * ratios[n // 2]) ** 0.5
+        return (f"{head}: of {n} measured or counted, {close} within 2x ({close / n:.0%}); median miss "
+                f"×{readable(median)}; {low} guessed low, {high} guessed high{note}")
 
     def __repr__(self) -> str:
         return self.summary()

@@ -33,6 +33,12 @@ def test_what_each_gpu_gets(cc):
     assert p.cc == cc
 
 
+def test_the_room_class_each_gpu_gets():
+    rooms = {cc: capability.plan(cc).room for cc in ALL}
+    assert rooms == {T4: "small", A100: "large", SM86: "medium", SM89: "medium", H100: "large", None: None}
+    assert capability.plan((12, 0)).room == "small"     # not in the table: 48 KiB, what every GPU grants
+
+
 @pytest.mark.parametrize("cc", ALL, ids=str)
 def test_every_tile_fits_the_shared_memory(cc):
     p = capability.plan(cc)

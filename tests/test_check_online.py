@@ -155,3 +155,17 @@ def test_the_lessons_launcher_takes_a_power_of_two_block_and_refuses_others():
         env["online_softmax"](x.t(), 256)
     for block in (256, 1024):          # a ragged row in blocks of 256, and in one block of 1024
         assert torch.allclose(env["online_softmax"](x, block), torch.softmax(x, -1), atol=1e-6)
+
+
+def test_a_verdict_does_not_depend_on_what_drew_random_numbers_before():
+    """Every check draws from a generator seeded by its name and gives the caller's state back: once, under
+    pytest-xdist, a draw that put each row's max in its first block let a never-rescaled sum pass 4 x 3,000."""
+    messages = set()
+    for seed in (0, 1, 12345):
+        torch.manual_seed(seed)
+        before = torch.get_rng_state()
+        with pytest.raises(check.CheckFailed) as e:
+            check.online_softmax(k.not_rescaled_big_default)
+        assert torch.equal(torch.get_rng_state(), before), "the check changed the caller's random state"
+        messages.add(str(e.value))
+    assert len(messages) == 1, messages

@@ -67,7 +67,19 @@ def test_scoreboard_reads_the_log(_headless):
     assert rows["s.close"]["close"] is True and rows["s.far"]["close"] is False
     assert rows["s.none"]["close"] is None and rows["s.pick"]["close"] is True
     assert "2 of 4 close" in repr(board) and "<table>" in board._repr_html_()
+    assert "not scored" not in repr(board)
     assert [r["key"] for r in predict.scoreboard(prefix="s.f").rows] == ["s.far"]
+
+
+def test_a_guess_against_a_model_is_shown_but_not_scored(_headless):
+    """On a CPU a reveal may be the model the question quotes, and the headless default equals it: no hit."""
+    predict.number("m.model", "q", lambda: 1.07, default=1.07, label="MODEL (instruction count)")
+    predict.number("m.far", "q", lambda: 100.0, default=1.0)
+    board = predict.scoreboard()
+    rows = {r["key"]: r for r in board.rows}
+    assert rows["m.model"]["close"] is None and rows["m.model"]["modelled"]
+    assert "model, not scored" in repr(board)
+    assert "0 of 1 close (numbers: within 2x; choices: right); 1 revealed by a model, not scored" in repr(board)
 
 
 def test_scoreboard_without_a_log():

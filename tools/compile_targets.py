@@ -59,11 +59,7 @@ NOT_JUDGED = {
 # Launches known to fail, fixed (or to be fixed) elsewhere: (target, notebook, kernel, dtypes, the constexprs' start,
 # num_stages) -> why. CI does not compile them again (on a T4 each takes up to a minute); tests/test_compile_targets.py holds a
 # strict xfail for each, which turns red once the launch is gone or passes.
-FAST09 = ("reported (issue 20): lesson 09's fast_attention_kernel (cell 33, the optimisation after the lesson) "
-          "keeps the H100's 128x64 tiles: 96 KiB of a T4's 64 at D = 128")
-KNOWN_FAILURES = {
-    ("sm_75", "09_flash_attention.ipynb", "fast_attention_kernel", "fp16", "D=128, BLOCK_M=128, BLOCK_N=64,", 3): FAST09,
-}
+KNOWN_FAILURES = {}   # (lesson 09's fast_attention_kernel on sm_75 was one, until its switches took tiles() there)
 COMPILE_SECONDS = 300  # one kernel's compilation, at most; --ci: CI_COMPILE_SECONDS
 CI_COMPILE_SECONDS = 60
 PTX_ONLY = False       # --ci: stop after Triton's LLVM IR (the shared memory is known there): LLVM's codegen and ptxas

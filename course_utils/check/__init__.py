@@ -1,14 +1,15 @@
 """Answer checks, one per exercise, named after it: `check.vector_add(fn)`, `check.bias_gelu(fn)`, ...
 
-Each runs your function on fresh random inputs (ragged sizes, large magnitudes, the dtypes that
-matter) and either returns a short report or raises CheckFailed, an AssertionError whose message
-says what is wrong and the likely cause. Outside a shell that shows the returned value (a script,
+Each runs your function on random inputs (ragged sizes, large magnitudes, the dtypes that matter),
+drawn the same way on every call so that one kernel always gets one verdict, and either returns a short
+report or raises CheckFailed, an AssertionError whose message says what is wrong and the likely cause. Outside a shell that shows the returned value (a script,
 pytest) the check prints that verdict too: "✓ name: ..." or "✗ name: failed" and the diagnosis."""
 import functools
 import importlib
 import pkgutil
 
 from .. import hints
+from ..environment import same_draws
 from ._core import CheckFailed, Passed, explain, ready, unwritten  # noqa: F401
 from ._core import failed_verdict, say
 
@@ -47,5 +48,5 @@ def showing_verdict(exercise: str, checker):
 for _mod in pkgutil.iter_modules(__path__):
     if not _mod.name.startswith("_"):
         _m = importlib.import_module(f"{__name__}.{_mod.name}")
-        globals().update({name: showing_verdict(name, pointing_to_hints(name, getattr(_m, name)))
+        globals().update({name: showing_verdict(name, pointing_to_hints(name, same_draws(getattr(_m, name), name)))
                           for name in _m.__all__})
