@@ -279,7 +279,8 @@ class Calibration:
         lessons = sorted({r["lesson"] for r in self.rows})
         scored = [r for r in self.rows if not modelled(r["label"])]
         models = len(self.rows) - len(scored)
-        head = f"{len(self.rows)} predictions from lessons {', '.join(lessons)}"
+        head = (f"{len(self.rows)} numeric predictions from lesson{'s' if len(lessons) > 1 else ''} "
+                f"{', '.join(lessons)}")
         note = f"; {models} revealed by a model (hollow markers), not scored" if models else ""
         n = len(scored)
         if not n:

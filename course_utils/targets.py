@@ -49,8 +49,8 @@ class Target:
         return f"{100 * x:.0f} %" if self.percent else f"{x:.3g}×"
 
     def _of(self, x: float) -> str:
-        """'82 % of the ideal step' or '0.95× SDPA's speed'."""
-        return f"{self._fmt(x)} of {self.reference}" if self.percent else f"{self._fmt(x)} {self.reference}'s speed"
+        """'82 % of the ideal step' or '0.95× the speed of SDPA'."""
+        return f"{self._fmt(x)} of {self.reference}" if self.percent else f"{self._fmt(x)} the speed of {self.reference}"
 
     def _how(self, on: str) -> str:
         return f"the ceiling measured on {on}" if self.ceiling else f"both timed now on {on}"

@@ -3,7 +3,9 @@
 A split count, a tile, warps and stages that were fastest on one GPU need not be on another (an H200 streams
 1.4x the bytes of an H100 with the same SMs). So a kernel's wrapper asks here instead of hard-coding them:
 
-    best = tune.fastest("lab5.decode", key, candidates, lambda c: (lambda: launch(c)), args)
+    best = tune.fastest("lab5.flash_decoding", key, candidates, lambda c, *a: (lambda: launch(*a, c)), (q, k, v))
+
+(make(candidate, *args) returns a call that does the work once; `fastest` passes it fresh copies of args.)
 
 `fastest` times every candidate once per key on this GPU, as a CUDA graph of calls back to back (no host cost,
 as in a decode step) over enough copies of the inputs that none is still in L2, keeps the fastest, and caches
@@ -63,9 +65,10 @@ def _copies(args: tuple, l2: int) -> list[tuple]:
 def fastest(name: str, key, candidates: list, make, args: tuple):
     """The candidate whose call runs fastest on this GPU for `key`, timed once and then cached.
 
-    name: what is tuned ("lab5.decode"); key: what the choice depends on (shapes, dtype), made of strings and
-    numbers; candidates: dicts of launch parameters (or a function returning them, called only for a new key); make(candidate, *args) -> a zero-argument callable that
-    does the work once. A candidate that fails to compile or launch is skipped."""
+    name: what is tuned ("lab5.flash_decoding"); key: what the choice depends on (shapes, dtype), made of
+    strings and numbers; candidates: dicts of launch parameters (or a function returning them, called only
+    for a new key); make(candidate, *args) -> a zero-argument callable that does the work once. A candidate
+    that fails to compile or launch is skipped."""
     hot = (name, json.dumps(key))
     if hot in _hot:                        # the common case, kept cheap: a decode step calls this every layer
         return _hot[hot]

@@ -83,12 +83,12 @@ def _attn_kernel(q_ptr, k_ptr, v_ptr, o_ptr, N, scale, D: tl.constexpr, BLOCK_D:
              mask=(rows[:, None] < N) & (dims[None, :] < D))
 
 
-def _attn(q, k, v, causal=False, mistake=RIGHT, block_m=32, block_n=32, swap_grid=False):
+def _attn(q, k, v, causal=False, mistake=RIGHT, block_m=32, block_n=32, swap_grid=False, block_d=None):
     B, H, N, D = q.shape
     q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
     o = torch.empty_like(q)
     grid = (B * H, triton.cdiv(N, block_m)) if swap_grid else (triton.cdiv(N, block_m), B * H)
-    _attn_kernel[grid](q, k, v, o, N, D ** -0.5, D=D, BLOCK_D=max(16, triton.next_power_of_2(D)), BLOCK_M=block_m,
+    _attn_kernel[grid](q, k, v, o, N, D ** -0.5, D=D, BLOCK_D=block_d or max(16, triton.next_power_of_2(D)), BLOCK_M=block_m,
                        BLOCK_N=block_n, CAUSAL=causal, SWAP_GRID=swap_grid, MISTAKE=mistake.value)
     return o
 
@@ -127,6 +127,12 @@ no_max = _wrong(NO_MAX)
 no_divide = _wrong(NO_DIVIDE)
 no_skip = _wrong(NO_SKIP)
 exp2_no_log2e = _wrong(EXP2_NO_LOG2E)
+
+
+def block_d_is_d(q, k, v, causal=False):
+    """Wrong: tl.arange(0, D) where the contract passes BLOCK_D, right for every power-of-two D (a new user's trial
+    passed the check this way while no D it tried was another)."""
+    return _attn(q, k, v, causal, block_d=q.shape[-1])
 
 
 def causal_ignored(q, k, v, causal=False):

@@ -132,7 +132,8 @@ def flash_decoding(q, k, v, seq_lens=None, splits=None):
 
 
 # ------------------------------------------------------------------------------------------------------
-# Right, way 2: one program per (sequence, query head, split), no tl.dot, partial max and sum kept apart
+# Right numbers, wrong traffic: one program per (sequence, query head, split), no tl.dot, partial max and sum
+# kept apart; each K and V tile is loaded by all G query heads that share it
 # ------------------------------------------------------------------------------------------------------
 @triton.jit
 def _head_split(q_ptr, k_ptr, v_ptr, lens_ptr, pacc_ptr, pm_ptr, pl_ptr, N, SPLIT, scale, H: tl.constexpr,
@@ -183,8 +184,8 @@ def _head_merge(pacc_ptr, pm_ptr, pl_ptr, o_ptr, n_splits, D: tl.constexpr):
 
 
 def flash_decoding_per_head(q, k, v, seq_lens=None):
-    """Right, written differently: a program per query head (K and V requested once per head of a group,
-    read once from memory), the score a sum of products, the max and the sum stored apart."""
+    """Right numbers, but a program per query head: K and V requested once per head of a group (G times), where
+    the contract asks for each element once. The score a sum of products, the max and the sum stored apart."""
     _validate(q, k, v, seq_lens)
     q = q.contiguous()             # the kernel indexes q as (B·H, D) rows
     b, h, _, d = q.shape

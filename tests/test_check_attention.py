@@ -40,6 +40,7 @@ def test_accepts_correct_kernels(right):
     (k.sdpa, "with PyTorch .*not with a Triton kernel", "pytorch", 1),
     (k.exp2_no_log2e, "tl.math.exp2 but log2\\(e\\) is not folded into the scale", "exp-base", 3),
     (k.no_skip, r"with causal=True it requested .* bytes of loads, 100%", "no-skip", 3),
+    (k.block_d_is_d, r"D = 48 here is not a power of two.*BLOCK_D = triton.next_power_of_2\(D\)", "block-d", 3),
     (lambda q, k_, v, causal=False: None, "returned None", "return", 1),
 ])
 def test_rejects(wrong, message, key, hint):

@@ -8,7 +8,8 @@ CPU wheel (3.9); the GPUs and Colab run 3.6.
 Cost: CI's run is cold (no Triton cache). To fit the suite's budget, CI compiles the selection of
 `compile_targets.child(ci=True)`: every launch of a kernel that multiplies tiles (tl.dot: what the targets differ
 in), for every target; the 1-D kernels once each, for sm_75. All targets once per run, two processes at a time.
-`python3 tools/compile_targets.py --write` compiles every launch and writes docs/gpu-results/compile-targets.md.
+`python3 tools/compile_targets.py --write` compiles every launch down to the cubin (registers and spills too, about 7
+minutes on 2 cores) and writes docs/gpu-results/compile-targets-full.md; `--ci --write` writes compile-targets.md.
 """
 import importlib.util
 import sys

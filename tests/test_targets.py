@@ -12,7 +12,7 @@ def test_a_ratio_is_the_references_time_over_yours():
     assert met.ok and met.value == pytest.approx(1.0 / 0.9) and not met.parity
     missed = t.judge(mine_ms=1.25, ref_ms=1.0, gpu="NVIDIA H200")
     assert not missed.ok and missed.value == pytest.approx(0.8)
-    assert "0.8× SDPA's speed" in missed.text and "NOT met" in missed.text
+    assert "0.8× the speed of SDPA" in missed.text and "NOT met" in missed.text
 
 
 def test_parity_within_the_tolerance_only_where_the_reference_is_at_the_ceiling():
@@ -58,7 +58,7 @@ def test_a_graded_row_without_a_gpu_is_not_measured_and_names_no_number():
     assert card.against("B = 1: against SDPA", TARGETS["lab5.b1_vs_sdpa"], lambda: called.append(1)) is None
     row = card.rows[0]
     assert row.status == NOT_MEASURED and not called and "no GPU here" in row.diagnosis
-    assert row.target.startswith("≥ 1× SDPA's speed, both timed now on")
+    assert row.target.startswith("≥ 1× the speed of SDPA, both timed now on")
 
 
 def test_tune_without_a_gpu_times_nothing_and_takes_the_first_candidate():

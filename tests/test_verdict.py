@@ -115,3 +115,17 @@ def test_a_notebook_shows_the_card_once_and_the_verdict_once(shell, capsys, monk
     out = capsys.readouterr().out
     assert [type(o).__name__ for o in shown] == ["Scorecard"]     # the card, as HTML
     assert out.count("✓ Lab 0 · cell: 1 of 1 passed") == 1, out   # the returned Graded, echoed
+
+
+def test_a_failed_check_or_grader_shows_no_frames_of_the_course_code():
+    """A new user's trial: a failed check printed some 40 lines of the checker's source above its message."""
+    import traceback
+    with pytest.raises(check.CheckFailed) as e:
+        check.vector_add(k.vector_add_no_mask)
+    frames = traceback.extract_tb(e.value.__traceback__)
+    assert [f.filename for f in frames if "course_utils" in f.filename] == [
+        str(ROOT / "course_utils" / "check" / "__init__.py")], frames
+    with pytest.raises(grade.GradeFailed) as e:
+        grade.swiglu(k.vector_add_no_mask)
+    frames = traceback.extract_tb(e.value.__traceback__)
+    assert len([f for f in frames if "course_utils" in f.filename]) == 1, frames

@@ -44,7 +44,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = ["solutions", "solutions/labs"]
 CACHE = ROOT / "build" / "triton-cache"
-TABLE = ROOT / "docs" / "gpu-results" / "compile-targets.md"
+TABLE = ROOT / "docs" / "gpu-results" / "compile-targets.md"             # --ci --write
+TABLE_FULL = ROOT / "docs" / "gpu-results" / "compile-targets-full.md"   # --write: registers and spills too
 # The supported GPUs: compute capability -> the cards it stands for
 TARGETS = {(7, 5): "T4", (8, 0): "A100", (8, 6): "A10 / RTX 30xx", (8, 9): "L4 / RTX 40xx", (9, 0): "H100 / H200"}
 # Launches not judged, and why: (notebook, kernel, a piece of its constexprs) -> the reason
@@ -53,6 +54,10 @@ NOT_JUDGED = {
         "defined to show an error: BLOCK lacks tl.constexpr, so it is meant not to compile",
     ("08_online_softmax.ipynb", "softmax_kernel", "BLOCK=2097152"):
         "the lesson's Hook: a row too long for one block, meant to be refused",
+    ("03_first_triton_kernel.ipynb", "whoami_kernel", "BLOCK=250"):
+        "the lesson's first deliberate mistake: a block of 250 lanes, not a power of two, meant to be refused",
+    ("08_online_softmax.ipynb", "lanes_kernel", "BLOCK=2097152"):
+        "the lesson's Hook: a block of 2**21 lanes, past Triton's 2**20, meant to be refused",
     ("07_fused_epilogue.ipynb", "probe_kernel", "BLOCK_M=256, BLOCK_N=256"):
         "the lesson's deliberately oversized tile (it spills, and only runs where it fits); minutes to compile",
 }
@@ -496,14 +501,32 @@ def table(results: list[dict], ci: bool = False) -> str:
             got = (f"≤ {max(regs)} regs / {spills} B spilled / " if regs else "") + f"≤ {most_shared:.0f} KiB"
             cells.append(f"{len(ok)} compiled: {got}")
         lines.append(f"| {nb.split('/')[-1]} | `{kernel}` | " + " | ".join(cells) + " |")
+    lines += ["", "The tightest fit on each target (the most shared memory for what a block gets)"
+              + ("" if ci else " and the most bytes spilled") + ":"]
+    for r in results:
+        ok = [x for x in r["rows"] if x["status"] == "ok"]
+        if not ok:
+            continue
+        limit = smem.get(tuple(r["cc"]), 0) * 1024
+        tight = max(ok, key=lambda x: x["shared"])
+        what = (f"- {r['target']}: `{tight['kernel']}` ({tight['site'].split('/')[-1]}, {tight['constexprs']}) "
+                f"{tight['shared'] / 1024:.0f} of {limit // 1024} KiB")
+        spilled = max(ok, key=lambda x: x["n_spills"] or 0)
+        if not ci and (spilled["n_spills"] or 0):
+            what += (f"; `{spilled['kernel']}` ({spilled['site'].split('/')[-1]}, {spilled['constexprs']}) spills "
+                     f"{spilled['n_spills']:,} B with {spilled['n_regs']} registers a thread")
+        lines.append(what)
     failures = [(r["target"], row) for r in results for row in r["rows"] if row["status"] in ("failed", "known")]
     counts: dict = {}
     for r in results:
         for row in r["rows"]:
             counts[row["status"]] = counts.get(row["status"], 0) + 1
+    meaning = {"skipped": "a launch a lesson makes to show an error, or one left out for its cost (NOT_JUDGED)",
+               "known": "a failure listed in KNOWN_FAILURES, reported or fixed on another branch",
+               "not compiled": "left to the full run"}
     lines += ["", f"{sum(counts.values())} distinct launches over {len(results)} targets: " +
-              ", ".join(f"{n} {status}" for status, n in sorted(counts.items())) +
-              " (\"known\": a failure listed in KNOWN_FAILURES, reported or fixed on another branch)."]
+              ", ".join(f"{n} {status}" for status, n in sorted(counts.items())) + " (" +
+              "; ".join(f"\"{status}\": {meaning[status]}" for status in sorted(counts) if status in meaning) + ")."]
     for t, row in failures:
         lines.append(f"- {t}: `{row['kernel']}` ({row['site']}; {row['dtypes']}; {row['constexprs']}; "
                      f"{row['num_warps']} warps, {row['num_stages']} stages): {row['why']}")
@@ -516,7 +539,8 @@ def table(results: list[dict], ci: bool = False) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--targets", nargs="*", help="capabilities, e.g. 7.5 9.0 (default: all supported)")
-    ap.add_argument("--write", action="store_true", help=f"write the table to {TABLE.relative_to(ROOT)}")
+    ap.add_argument("--write", action="store_true", help=f"write the table to {TABLE_FULL.relative_to(ROOT)} "
+                    f"(with --ci: {TABLE.relative_to(ROOT)})")
     ap.add_argument("--json", type=Path, help="write the raw results here")
     ap.add_argument("--results", type=Path, help="the table from results --json wrote, nothing compiled again")
     ap.add_argument("--jobs", type=int, default=2)
@@ -537,8 +561,9 @@ def main(argv=None) -> int:
     if args.json:
         args.json.write_text(json.dumps(results, indent=1, default=str))
     if args.write:
-        TABLE.write_text(text)
-        print(f"compile_targets: wrote {TABLE}")
+        out = TABLE if args.ci else TABLE_FULL
+        out.write_text(text)
+        print(f"compile_targets: wrote {out}")
     return 1 if any(row["status"] == "failed" for r in results for row in r["rows"]) or \
         any(r.get("error") for r in results) else 0
 

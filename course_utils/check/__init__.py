@@ -37,7 +37,8 @@ def showing_verdict(exercise: str, checker):
             result = checker(*args, **kwargs)
         except CheckFailed as e:
             say(failed_verdict(exercise, e))
-            raise
+            # the message is the whole verdict: the frames of the checker's own code would only bury it
+            raise e.with_traceback(None)
         if result is not None:
             say(repr(result))
         return result

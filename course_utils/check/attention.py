@@ -14,7 +14,8 @@ __all__ = ["flash_attention"]
 
 # Ordinary shapes first, then the edges. No N is a multiple of 16, so whatever the block sizes, the last
 # K/V tile and the last query tile are ragged. (B, H, N, D).
-_SHAPES = [(1, 2, 67, 32), (2, 1, 83, 64), (1, 1, 45, 16), (1, 1, 70, 128), (1, 1, 1, 32)]
+# D = 48 is not a power of two: tl.arange cannot span it, so it takes BLOCK_D = 64 with the dims >= D masked.
+_SHAPES = [(1, 2, 67, 32), (2, 1, 83, 64), (1, 1, 45, 16), (1, 1, 70, 128), (1, 1, 37, 48), (1, 1, 1, 32)]
 _GPU_SHAPES = [(2, 3, 1000, 64), (1, 2, 2049, 128)]
 _BLOCKS = (16, 32, 64, 128, 256)     # the K/V tile sizes a student may pick: the emulated mistakes try each
 _SKIP_SHAPE = (1, 1, 390, 16)        # long enough that a causal kernel which skips tiles requests far less
@@ -32,7 +33,7 @@ def _ordinary():
     """(dtype, shape, masks) of the ordinary cases. The interpreter runs every shape in fp32 and fp16, full and
     causal. On a GPU each distinct (dtype, D, causal, N == 1) is a compile of the student's kernel, about a
     second each, so each reason is tested once: in fp16, the lesson's dtype, every shape full (each D, batch and
-    head offsets, N = 1) and causal at D = 32, 64 and 128; fp32 (tf32 dots, twice the shared memory per tile)
+    head offsets, N = 1) and causal at D = 32, 48, 64 and 128; fp32 (tf32 dots, twice the shared memory per tile)
     at the largest D; bf16 (another element type) at D = 64."""
     both = (False, True)
     if not ON_GPU or INTERPRET:
