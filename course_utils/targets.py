@@ -132,6 +132,16 @@ TARGETS: dict[str, Target] = {
     # lab 3: F.cross_entropy forward + backward timed now
     "lab3.vs_torch": Target("F.cross_entropy forward + backward", 2.0,
                             why="solution 2.85x H100, 2.79x H200: one pass over the logits against three"),
-    # lab 4: SDPA's flash backward timed now
+    # lab 4: SDPA's flash backward timed now (sdpa_backend(): the memory-efficient one where flash cannot run)
     "lab4.vs_sdpa_flash": Target("SDPA's flash backward", 0.8, why="solution 0.94-1.13x H100, 0.91-1.16x H200"),
 }
+
+
+def sdpa_backend():
+    """(SDPBackend, its name) that an SDPA reference is timed on: FlashAttention-2 where it runs (sm_80 on, the
+    same line as tensor cores in the plan), else the memory-efficient kernel, which SDPA itself picks on a T4
+    (FlashAttention-2 has no sm_75 kernels). Without a GPU nothing is timed, and the rows name the flash one."""
+    from torch.nn.attention import SDPBackend
+    if env.DEVICE != "cuda" or capability.plan().tensor_cores:
+        return SDPBackend.FLASH_ATTENTION, "flash"
+    return SDPBackend.EFFICIENT_ATTENTION, "memory-efficient"

@@ -102,3 +102,16 @@ def test_tune_keeps_the_fastest_caches_it_and_uses_it_inside_a_capture(monkeypat
     capturing[0] = True
     assert tune.fastest("t", [1], cands, make, ()) == dict(splits=8) and len(timed) == 3
     assert "chose splits=8" in tune.report("t") and "Fake GPU" in tune.report("t")
+
+
+def test_an_sdpa_reference_that_runs_on_the_gpu_at_hand(monkeypatch):
+    """FlashAttention-2 has no sm_75 kernels: on a T4 lab 4's reference is SDPA's memory-efficient backward."""
+    from torch.nn.attention import SDPBackend
+    from course_utils import capability, environment
+    assert targets.sdpa_backend() == (SDPBackend.FLASH_ATTENTION, "flash")     # no GPU: nothing timed
+    plan_of = capability.plan
+    monkeypatch.setattr(environment, "DEVICE", "cuda")
+    for cc, want in (((7, 5), (SDPBackend.EFFICIENT_ATTENTION, "memory-efficient")),
+                     ((8, 0), (SDPBackend.FLASH_ATTENTION, "flash")), ((9, 0), (SDPBackend.FLASH_ATTENTION, "flash"))):
+        monkeypatch.setattr(capability, "plan", lambda cc=cc: plan_of(cc))
+        assert targets.sdpa_backend() == want, cc
