@@ -192,9 +192,11 @@ def compare(out, ref: torch.Tensor, *, name: str, like: torch.Tensor | None = No
     got, want = out.double(), ref.double()
     if bool((~torch.isfinite(got) & torch.isfinite(want)).any()):
         kind = "NaN" if bool((torch.isnan(got) & torch.isfinite(want)).any()) else "inf"
+        # a NaN is most often 0 / 0 or inf − inf (a max still −inf), an inf a value past the dtype's range
+        guess = ("Is something divided by 0, or is inf − inf computed (a running max still −inf)?" if kind == "NaN"
+                 else "Overflow? Is an intermediate too large for the dtype?")
         fail(f"`{name}`: {_where((~torch.isfinite(got) & torch.isfinite(want)).cpu(), f'are {kind}')} where the "
-             f"answer is finite. {overflow_hint or 'Overflow? Is an intermediate too large for the dtype?'}",
-             "nonfinite")
+             f"answer is finite. {overflow_hint or guess}", "nonfinite")
     close = torch.isclose(got, want, **tol, equal_nan=True)
     if bool(close.all()):
         return
