@@ -145,3 +145,11 @@ def sdpa_backend():
     if env.DEVICE != "cuda" or capability.plan().tensor_cores:
         return SDPBackend.FLASH_ATTENTION, "flash"
     return SDPBackend.EFFICIENT_ATTENTION, "memory-efficient"
+
+
+def sdpa_batches(batches) -> tuple:
+    """The batches an SDPA reference with grouped-query attention runs at here: all of them where SDPA has
+    FlashAttention-2; elsewhere (a T4) those up to 8. There SDPA takes enable_gqa=True through its math path, which
+    copies K and V out to every query head in fp32: about 28x the fp16 cache by its arithmetic (not measured),
+    14 GiB at lab 5's B = 32, more than a T4 has beside the cache."""
+    return tuple(batches) if sdpa_backend()[1] == "flash" else tuple(b for b in batches if b <= 8)

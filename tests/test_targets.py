@@ -115,3 +115,14 @@ def test_an_sdpa_reference_that_runs_on_the_gpu_at_hand(monkeypatch):
                      ((8, 0), (SDPBackend.FLASH_ATTENTION, "flash")), ((9, 0), (SDPBackend.FLASH_ATTENTION, "flash"))):
         monkeypatch.setattr(capability, "plan", lambda cc=cc: plan_of(cc))
         assert targets.sdpa_backend() == want, cc
+
+
+def test_sdpa_batches_keep_to_what_a_t4_holds(monkeypatch):
+    from course_utils import capability, environment
+    assert targets.sdpa_batches((1, 8, 32, 64)) == (1, 8, 32, 64)
+    plan_of = capability.plan
+    monkeypatch.setattr(environment, "DEVICE", "cuda")
+    monkeypatch.setattr(capability, "plan", lambda: plan_of((7, 5)))
+    assert targets.sdpa_batches((1, 8, 32, 64)) == (1, 8) and targets.sdpa_batches((8, 32, 64)) == (8,)
+    monkeypatch.setattr(capability, "plan", lambda: plan_of((8, 9)))
+    assert targets.sdpa_batches((8, 32, 64)) == (8, 32, 64)

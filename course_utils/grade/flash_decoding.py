@@ -18,7 +18,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from .. import bench, capability, trips
+from .. import bench, capability, targets, trips
 from ..targets import TARGETS
 from ..check._core import CheckFailed, compare, fail, run
 from ..environment import DEVICE, INTERPRET, ON_GPU, pick
@@ -471,7 +471,7 @@ def _performance(card, fn):
     if not ON_GPU or INTERPRET:
         card.against(b1_read, TARGETS["lab5.b1_of_read"], None)
         card.against(b1_sdpa, TARGETS["lab5.b1_vs_sdpa"], None)
-        for bb in SDPA_BATCHES:
+        for bb in targets.sdpa_batches(SDPA_BATCHES):
             card.against(f"B = {bb}, {label}: against SDPA", TARGETS["lab5.vs_sdpa"], None)
         return
 
@@ -515,7 +515,7 @@ def _performance(card, fn):
 
     card.against(b1_read, TARGETS["lab5.b1_of_read"], vs_read, diagnosis=_SLOW)
     card.against(b1_sdpa, TARGETS["lab5.b1_vs_sdpa"], vs_sdpa_b1, diagnosis=_SLOW)
-    for bb in SDPA_BATCHES:
+    for bb in targets.sdpa_batches(SDPA_BATCHES):
         def vs_sdpa(bb=bb):
             # a CUDA graph too, of one set (the cache alone is more than L2 holds): what a decode step runs, and no
             # host cost that a 70 µs call at B = 8 would otherwise be measured by
