@@ -1,6 +1,7 @@
 """Each checker must pass the right kernel and reject the blank stub and realistic wrong kernels,
 with a message that names the cause."""
 import pytest
+import torch
 
 from course_utils import check
 import kernels as k
@@ -161,3 +162,20 @@ def test_bias_gelu_failures_name_their_hint(wrong, diagnosis, hint):
         check.bias_gelu(wrong)
     assert e.value.diagnosis == diagnosis
     assert_names_hint(e.value, "bias_gelu", hint)
+
+
+def test_compare_calls_a_ragged_end_a_tail_and_a_whole_batch_entry_not():
+    """A new user's lab 5 trial: a batch's second sequence, wrong from its first element, was reported as
+    "Only the tail is wrong: is the last, partial block masked?", a lead to the wrong place."""
+    from course_utils.check._core import compare
+    want = torch.arange(1.0, 25.0)
+    got = want.clone()
+    got[-5:] += 100                                  # wrong, but by no common factor
+    with pytest.raises(check.CheckFailed, match="Only the tail is wrong") as e:
+        compare(got, want, name="t")
+    assert e.value.diagnosis == "tail"
+    got, want = want.clone().view(2, 3, 4), want.view(2, 3, 4)
+    got[1] += 100
+    with pytest.raises(check.CheckFailed, match=r"the whole of the last 1 of the 2 entries along the first") as e:
+        compare(got, want, name="t")
+    assert e.value.diagnosis == "wrong" and "tail" not in str(e.value)

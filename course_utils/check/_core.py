@@ -218,8 +218,13 @@ def compare(out, ref: torch.Tensor, *, name: str, like: torch.Tensor | None = No
         msg += f" Every wrong element is off by the same factor, ×{float(ratio.mean()):.4g}: a missing or extra scale?"
         diagnosis = "factor"
     elif _tail_run(bad.flatten()) == int(bad.sum()):
-        msg += " Only the tail is wrong: is the last, partial block masked correctly?"
-        diagnosis = "tail"
+        per = out.numel() // out.shape[0] if out.dim() > 1 and out.shape[0] > 1 else 0
+        if per and int(bad.sum()) % per == 0:    # whole entries of a batch, not the ragged end of one
+            msg += (f" The wrong elements are the whole of the last {int(bad.sum()) // per} of the {out.shape[0]} "
+                    "entries along the first dimension: what differs for them (their length, where they start)?")
+        else:
+            msg += " Only the tail is wrong: is the last, partial block masked correctly?"
+            diagnosis = "tail"
     fail(msg, diagnosis)
 
 
