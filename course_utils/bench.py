@@ -85,6 +85,12 @@ def on_gpu() -> bool:
     return env.DEVICE == "cuda"
 
 
+def free_bytes() -> float:
+    """GPU memory free now, in bytes (inf without a GPU): what a size that only a large card holds asks before it
+    allocates, so that a T4's 15 GB skips it and says so instead of stopping on an out-of-memory error."""
+    return torch.cuda.mem_get_info()[0] if on_gpu() else float("inf")
+
+
 def time(fn, *, warmup: int = 25, rep: int = 100, calls: int = 1) -> float:
     """Median milliseconds per call of fn().
 

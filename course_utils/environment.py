@@ -5,9 +5,11 @@ a GPU it switches Triton to its interpreter, which must happen before ``@triton.
 """
 from __future__ import annotations
 
+import functools
 import os
 import platform
 import sys
+import zlib
 
 import torch
 
@@ -87,9 +89,6 @@ def same_draws(fn, name: str):
     """`fn`, which draws its random numbers from a generator seeded by `name` and leaves the caller's own
     state as it was: a check or a grader then gives the same verdict on the same kernel whatever ran
     before it (a notebook's earlier cells, other tests in the same pytest worker)."""
-    import functools
-    import zlib
-
     @functools.wraps(fn)
     def drawn_the_same(*args, **kwargs):
         # the GPU's generator too, once CUDA is up (a check that starts it seeds it through manual_seed

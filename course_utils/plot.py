@@ -132,7 +132,7 @@ def curves(x, series: dict, xlabel: str, ylabel: str, logx: bool = True, logy: b
 def calibration(rows, ax=None, title: str = "Your predictions: guessed against revealed"):
     """Guess (x) against the revealed value (y) for predictions in any units, log-log, with the diagonal
     where a perfect guess lands and a band of a factor of 2 around it. rows: dicts with guess, measured,
-    lesson and label (predict.calibration().rows). Hollow markers: the revealed value was a MODEL."""
+    lesson and modelled (predict.calibration().rows). Hollow markers: the revealed value was a MODEL."""
     ax = _axes(ax, size=(6.4, 6.0))
     if not rows:
         ax.text(0.5, 0.5, "no predictions recorded yet", ha="center", va="center", transform=ax.transAxes)
@@ -148,7 +148,7 @@ def calibration(rows, ax=None, title: str = "Your predictions: guessed against r
     for i, lesson in enumerate(lessons):
         mine = [r for r in rows if r["lesson"] == lesson]
         for modelled in (False, True):
-            pts = [r for r in mine if str(r.get("label", "")).upper().startswith("MODEL") == modelled]
+            pts = [r for r in mine if bool(r.get("modelled")) == modelled]
             if pts:
                 ax.plot([r["guess"] for r in pts], [r["measured"] for r in pts], "o", ms=7, color=colors(i % 10),
                         mfc="none" if modelled else colors(i % 10), mew=2,

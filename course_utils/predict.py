@@ -277,7 +277,7 @@ class Calibration:
         if not self.rows:
             return "no numeric predictions with a positive guess and a positive revealed value yet"
         lessons = sorted({r["lesson"] for r in self.rows})
-        scored = [r for r in self.rows if not modelled(r["label"])]
+        scored = [r for r in self.rows if not r["modelled"]]
         models = len(self.rows) - len(scored)
         head = (f"{len(self.rows)} numeric predictions from lesson{'s' if len(lessons) > 1 else ''} "
                 f"{', '.join(lessons)}")
@@ -305,7 +305,8 @@ def calibration(prefix: str | None = None) -> Calibration:
     """The latest reveal of every numeric prediction in the log (all lessons; or keys starting with `prefix`)
     whose guess and revealed value are both positive numbers: what a log-log picture of guessed against
     revealed can show. Each row: key, lesson (the key's part before the first dot), guess, measured, unit,
-    label ("measured", "counted" or a MODEL label) and ratio (the miss as a factor >= 1)."""
+    label ("measured", "counted" or a MODEL label), modelled (predict.modelled(label)) and ratio (the miss as
+    a factor >= 1)."""
     latest = _latest_logged()
     rows = []
     for key, e in latest.items():
@@ -314,8 +315,9 @@ def calibration(prefix: str | None = None) -> Calibration:
         r = _ratio(e.get("guess"), e.get("measured"))
         if not math.isfinite(r):
             continue
+        label = e.get("label", "measured")
         rows.append({"key": key, "lesson": key.split(".")[0], "guess": float(e["guess"]),
-                     "measured": float(e["measured"]), "unit": e.get("unit", ""), "label": e.get("label", "measured"),
-                     "ratio": r})
+                     "measured": float(e["measured"]), "unit": e.get("unit", ""), "label": label,
+                     "modelled": modelled(label), "ratio": r})
     rows.sort(key=lambda r: r["key"])
     return Calibration(rows)

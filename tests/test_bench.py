@@ -294,3 +294,7 @@ def test_compare_and_verdict_while_rehearsing_say_whose_times_they_are(monkeypat
     plain = bench.compare({"torch.compile": lambda: 1.0, "eager": lambda: 2.0, "yours": lambda: 1.0},
                           bytes=4e9, plot=False).verdict("yours", eager="eager")
     assert "rehears" not in plain and "(measured on NVIDIA H200)" in plain and ": met" in plain
+
+
+def test_free_bytes_without_a_gpu_holds_anything():
+    assert bench.free_bytes() == float("inf")

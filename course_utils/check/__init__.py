@@ -2,8 +2,9 @@
 
 Each runs your function on random inputs (ragged sizes, large magnitudes, the dtypes that matter),
 drawn the same way on every call so that one kernel always gets one verdict, and either returns a short
-report or raises CheckFailed, an AssertionError whose message says what is wrong and the likely cause. Outside a shell that shows the returned value (a script,
-pytest) the check prints that verdict too: "✓ name: ..." or "✗ name: failed" and the diagnosis."""
+report or raises CheckFailed, an AssertionError whose message says what is wrong and the likely cause.
+Outside a shell that shows the returned value (a script, pytest) the check prints that verdict too:
+"✓ name: ..." or "✗ name: failed" and the diagnosis."""
 import functools
 import importlib
 import pkgutil

@@ -477,7 +477,7 @@ def _performance(card, fn):
 
     def inputs(bb):
         need = 2 * bb * hk * PERF_N * dd * dtype.itemsize
-        free, _ = torch.cuda.mem_get_info()
+        free = bench.free_bytes()
         if need * 2.5 > free:
             card.not_measured(f"needs about {_bytes(2.5 * need)} of GPU memory, {_bytes(free)} free.")
         q = torch.randn(bb, hh, 1, dd, device="cuda", dtype=dtype)
