@@ -1,4 +1,4 @@
-"""Issue 16, lesson 09: why D = 128, full, N = 16k missed 1.3x sdpa-flash inside the notebook's table.
+"""Lesson 09: why D = 128, full, N = 16k missed 1.3x sdpa-flash inside the notebook's table.
 Times sdpa-flash, sdpa-cudnn and the teaching kernel (the solution notebook's own cells 3 and 15) at D = 128
 in the table's old order (each rival once, do_bench rep=25) and in interleaved rounds (rep=15, medians),
 with the SM clock and the board power sampled every 20 ms during each timing (pynvml, else nvidia-smi)."""
@@ -6,7 +6,7 @@ import json, statistics, subprocess, sys, threading, time
 from pathlib import Path
 
 import importlib.util, tempfile
-nb = json.load(open(Path(__file__).resolve().parents[2] / "solutions/09_flash_attention.ipynb"))
+nb = json.load(open(Path(__file__).resolve().parents[3] / "solutions/09_flash_attention.ipynb"))
 src = Path(tempfile.mkdtemp()) / "nb09.py"     # @triton.jit needs its source in a file
 src.write_text("\n\n".join("".join(nb["cells"][i]["source"]) for i in (3, 15)))
 spec = importlib.util.spec_from_file_location("nb09", src)

@@ -1,10 +1,10 @@
-"""Issue 16, lesson 04: what holds the fp16 bias + exact GELU kernel under 92% of the copy ceiling?
+"""Lesson 04: what holds the fp16 bias + exact GELU kernel under 92% of the copy ceiling?
 
 Times (do_bench median, L2 flushed, as the notebook's bench.time) variants of the kernel on lesson 04's
 256 MiB tensors, two passes over all variants (the spread between passes is the noise), and reads each
 compiled kernel's SASS: instructions per element (static count / elements per thread; the 1-D and 2-D
 kernels have no loops) and the opcodes that matter. Run on the GPU from the repository root:
-    PYTHONPATH=$PWD python3 docs/gpu-results/issue16_gelu_sweep.py
+    PYTHONPATH=$PWD python3 docs/gpu-results/sweeps/bias_gelu_variants.py
 """
 import collections
 import re

@@ -1,11 +1,11 @@
-"""Issue 16, lesson 07: matmul + bias + exact GELU at 8192^3 fp16 against cuBLAS alone, robustly.
+"""Lesson 07: matmul + bias + exact GELU at 8192^3 fp16 against cuBLAS alone, robustly.
 
 Compiles lesson 07's kernel (the same code, with an EPI switch: 0 no epilogue, 1 the solution's bias +
 GELU, 2 the same epilogue on the two halves of the tile's columns) for several tiles, checks each
 against fp32 PyTorch, and times them interleaved with cuBLAS `a @ w`: ROUNDS rounds, each timing every
 version once (do_bench median, L2 flushed, as the notebook's bench.time). Prints per version the median
 ms over rounds, the ratio cuBLAS / version per round (min, median, max), registers, spills and compile s.
-    PYTHONPATH=$PWD python3 docs/gpu-results/issue16_matmul_sweep.py
+    PYTHONPATH=$PWD python3 docs/gpu-results/sweeps/matmul_epilogue_vs_cublas.py
 """
 import math
 import statistics

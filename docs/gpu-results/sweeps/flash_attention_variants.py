@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Issue 16, lesson 09: teaching-kernel and optimised-kernel variants against SDPA (flash, cuDNN), fp16.
+"""Lesson 09: teaching-kernel and optimised-kernel variants against SDPA (flash, cuDNN), fp16.
 
-    python3 docs/gpu-results/issue16_attention_sweep.py [--parts teach,opt] [--workers 12]
+    python3 docs/gpu-results/sweeps/flash_attention_variants.py [--parts teach,opt] [--workers 12]
 
 Compiles every variant first in worker processes (filling Triton's on-disk cache), then times them one
 after the other in this process with triton.testing.do_bench (L2 flushed, median). Prints TFLOP/s

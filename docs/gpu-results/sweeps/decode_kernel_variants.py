@@ -1,4 +1,4 @@
-"""H10's sweep for issue 14 (lab 6's skinny matmul, lab 5/6 attention, lab 5's B = 1 under graph replay)."""
+"""Decode kernels swept on the GPU (lab 6's skinny matmul, lab 5/6 attention, lab 5's B = 1 under graph replay)."""
 import json, math, statistics, sys, time as _t, itertools
 import torch, torch.nn.functional as F, triton, triton.language as tl
 import course_utils as cu

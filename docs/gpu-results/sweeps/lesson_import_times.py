@@ -1,10 +1,10 @@
-"""Issue 16: how long each lesson's first real code cell (its imports cell) takes, and where the time goes.
+"""How long each lesson's first real code cell (its imports cell) takes, and where the time goes.
 
 For each solution notebook it starts a fresh Jupyter kernel (its start is not counted), runs the Colab
 cell, then times the imports cell (the second code cell) by the wall clock, with the kernel under
 `python -X importtime` (PYTHONPROFILEIMPORTTIME=1): the modules the cell imported, by group. A cold run
 first drops the page cache (root only), so torch's files come from disk as on a fresh machine.
-Run from the repository root: PYTHONPATH=$PWD:<jupyter wheels> python3 docs/gpu-results/issue16_startup.py
+Run from the repository root: PYTHONPATH=$PWD:<jupyter wheels> python3 docs/gpu-results/sweeps/lesson_import_times.py
     [--lessons 00,01,...] [--cold 00,lab2] [--bare]   (--bare: also plain `import X` processes, cold and warm)
 """
 import json

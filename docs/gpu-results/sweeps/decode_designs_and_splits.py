@@ -1,4 +1,4 @@
-"""H11's sweep for issue 14: lab 5 at B = 1 (CUDA graph) over designs and split counts, lab 5 at B = 32/64
+"""Flash-decoding designs and split counts swept on the GPU: lab 5 at B = 1 (CUDA graph) over designs and split counts, lab 5 at B = 32/64
 (do_bench, as the grader), lab 6's torch.compile reduce-overhead with the cache and weights marked static,
 and lab 6's Predict (free pieces) timed as a CUDA graph. Run from the repository root: python3 <this> [section...]"""
 import json, math, statistics, sys, time as _t

@@ -1,9 +1,9 @@
-"""Issue 16, lab 2: why the add + RMSNorm backward trails torch.compile's, measured on the GPU.
+"""Lab 2: why the add + RMSNorm backward trails torch.compile's, measured on the GPU.
 
 Prints tables: the solution's backward and torch.compile's through autograd (as the lab times them),
 the kernels each launches (torch.profiler: name, grid, block, registers, time), what Inductor counted
 as bytes, and a sweep of the solution's kernel alone over num_warps, programs per SM and rows per step.
-Run: PYTHONPATH=<tree> python3 docs/gpu-results/issue16_lab2_backward.py [--out DIR]
+Run: PYTHONPATH=<tree> python3 docs/gpu-results/sweeps/add_rmsnorm_backward_profile.py [--out DIR]
 """
 import json
 import os
