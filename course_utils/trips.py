@@ -65,6 +65,15 @@ class Trips:
     requested_written = property(lambda self: sum(k.requested_written for k in self.kernels))
     requested = property(lambda self: self.requested_read + self.requested_written)
 
+    def scaled(self, factor: float) -> "Trips":
+        """The same kernels with their bytes times factor: trips counted on a small copy, stated for the full
+        size (bytes grow with the elements; a part that does not, a bias vector, is scaled all the same)."""
+        def times(d):
+            return {k: round(v * factor) for k, v in d.items()}
+        return Trips([Kernel(k.name, k.kind, round(k.bytes_read * factor), round(k.bytes_written * factor),
+                             round(k.requested_read * factor), round(k.requested_written * factor),
+                             times(k.reads), times(k.writes), k.launches) for k in self.kernels])
+
     def per_element(self, n: int) -> float:
         """HBM bytes per element of a tensor of n elements: 8.0 means one fp32 read and one write."""
         return self.bytes / n
@@ -594,3 +603,6 @@ def compile(fn, **options):
     call.__name__ = f"compiled {getattr(fn, '__name__', 'fn')}"
     return call
 
+
+# The GPU's own count of the same bytes, through Nsight Compute: in its own module, re-exported here.
+from .hardware_bytes import Hardware, hardware, prepare_hardware  # noqa: E402,F401

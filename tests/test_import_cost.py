@@ -1,4 +1,4 @@
-"""A lesson's imports cell pays for torch and Triton, not for what only later cells use (issue 16).
+"""A lesson's imports cell pays for torch and Triton, not for what only later cells use.
 
 `import course_utils` and the modules a lesson imports leave matplotlib's pyplot, ipywidgets, Dynamo,
 Inductor and sympy unloaded, in a script and in a notebook's kernel alike, and counting trips does

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Fetch into .whl/ (git-ignored) the wheels a lent GPU machine lacks to run tools/gpu_run.py:
-# nbclient, ipykernel, ipywidgets, nbformat and what they need, for CPython 3.12 on x86-64 Linux.
+# nbclient, ipykernel, ipywidgets, nbformat and what they need, for CPython 3.12 on x86-64 Linux, and
+# cloudpickle (trips.hardware sends a notebook's functions with it to the process Nsight Compute profiles).
 # torch, triton, numpy and matplotlib are already there and are left out, with the CUDA wheels.
 #   tools/gpu_wheels.sh          (on a machine with pip and a package index)
 # On the GPU machine:
@@ -14,7 +15,7 @@ DEST=.whl
 rm -rf "$DEST" && mkdir -p "$DEST"
 "$PY" -m pip download -q --only-binary=:all: --python-version 3.12 --implementation cp \
     --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
-    -d "$DEST" nbclient ipykernel ipywidgets nbformat
+    -d "$DEST" nbclient ipykernel ipywidgets nbformat cloudpickle
 
 # Drop what the GPU machine has already (and must keep: its CUDA builds).
 shopt -s nullglob nocaseglob
