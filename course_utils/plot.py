@@ -68,16 +68,15 @@ def roofline(ceilings, points=(), ax=None):
         ax.plot([fpb], [tf], **style)
         ax.annotate(label, (fpb, tf), xytext=(6, -12), textcoords="offset points", fontsize="small")
     ax.set_ylim(bottom, roof * 3)
-    ax.set_xlabel("arithmetic intensity (FLOP per byte moved to or from HBM)")
+    xlabel = "arithmetic intensity (FLOP per byte moved to or from HBM)"
+    if off:  # a second line of the label, so the layout makes room for it and nothing overlaps
+        xlabel += f"\nnot drawn (no FLOPs, so no place on a log axis): {', '.join(p[0] for p in off)}"
+    ax.set_xlabel(xlabel)
     ax.set_ylabel("TFLOP/s")
     if ceilings.measured:
         ax.set_title(f"Roofline measured on {ceilings.device}")
     else:
         ax.set_title(f"MODEL: {ceilings.device} datasheet, not measured")
-    if off:
-        names = ", ".join(p[0] for p in off)
-        ax.annotate(f"not drawn (no FLOPs, so no place on a log axis): {names}", xy=(0, 0),
-                    xycoords="axes fraction", xytext=(0, -42), textcoords="offset points", fontsize="x-small")
     ax.grid(True, which="major", alpha=0.3)
     return ax
 
@@ -112,7 +111,9 @@ def bars(report_or_dict, *, ax=None, ylabel=None, title=None):
 
 def curves(x, series: dict, xlabel: str, ylabel: str, logx: bool = True, logy: bool = True,
            title: str = "", ax=None):
-    """One line per entry of `series` (name -> values over x)."""
+    """One line per entry of `series` (name -> values over x). On a figure of its own the legend goes under the
+    plot (legend()); on an axes passed in, one of several panels, it stays inside, where matplotlib finds room."""
+    own = ax is None
     ax = _axes(ax)
     for name, ys in series.items():
         ax.plot(list(x), list(ys), marker="o", ms=4, label=name)
@@ -124,9 +125,15 @@ def curves(x, series: dict, xlabel: str, ylabel: str, logx: bool = True, logy: b
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     if series:
-        ax.legend()
+        legend(ax) if own else ax.legend()
     ax.grid(True, which="major", alpha=0.3)
     return ax
+
+
+def legend(ax):
+    """The legend of ax under the plot, where it hides no data point (inside, "best" still covered the first
+    points of a rising curve once a label was long); call it again after adding a line, to list that one too."""
+    return ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), fontsize="small", frameon=False)
 
 
 def calibration(rows, ax=None, title: str = "Your predictions: guessed against revealed"):
@@ -160,4 +167,93 @@ def calibration(rows, ax=None, title: str = "Your predictions: guessed against r
     ax.set_title(title)
     ax.legend(fontsize="x-small", ncol=2, loc="upper left")
     ax.grid(True, which="major", alpha=0.3)
+    return ax
+
+
+# Registers per SM: 64 K 32-bit registers for every compute capability the course plans for (7.5 to 9.0),
+# from the CUDA C++ Programming Guide's table of technical specifications per compute capability.
+REGISTER_BYTES_PER_SM = 64 * 1024 * 4
+REGISTER_SOURCE = "CUDA C++ Programming Guide (64 K 32-bit registers per SM)"
+
+
+def memory_hierarchy(ceilings, ax=None):
+    """Where a kernel's bytes can live on the GPU of `ceilings` (a bench.Ceilings), fastest and smallest at
+    the top: registers, shared memory, L2, HBM, drawn as a pyramid (widths not to scale: the sizes are in the
+    labels), labelled with the datasheet figures (course_utils/gpus.py) and the copy ceiling (measured on a GPU). A GPU
+    the course has no datasheet for is drawn with the H100 SXM's figures, and the title says so."""
+    from . import gpus
+    card = gpus.lookup(ceilings.device)
+    stand_in = card is None
+    card = card or gpus.lookup("H100 SXM")
+    plt = pyplot()
+    ax = _axes(ax, size=(8.0, 4.8))
+    copy = (f"a copy measured {ceilings.copy_gbps:,.0f} GB/s" if ceilings.measured else "copy not measured here")
+    levels = [  # (name, bytes on the whole GPU, what it is, on chip?)
+        ("registers", REGISTER_BYTES_PER_SM * card.sms,
+         f"{REGISTER_BYTES_PER_SM // 1024} KiB in each of {card.sms} SMs: the values being worked on", True),
+        ("shared memory (SRAM)", card.smem_per_block * card.sms,
+         f"up to {card.smem_per_block // 1024} KiB for each piece of a kernel's work, inside its SM", True),
+        ("L2 cache", card.l2_mb * 2**20, f"{card.l2_mb:g} MiB, shared by all {card.sms} SMs", True),
+        ("HBM", card.memory_gb * 1e9,
+         f"{card.memory_gb:g} GB; datasheet {card.bandwidth_gbps:,.0f} GB/s, {copy}", False),
+    ]
+    for row, (name, size, what, on_chip) in enumerate(levels):
+        width = 13 + 2.5 * row      # a pyramid for the eye; the registers of all SMs together outweigh L2
+        y = len(levels) - 1 - row
+        ax.add_patch(plt.Rectangle((-width / 2, y + 0.08), width, 0.84, edgecolor="black",
+                                   facecolor="#8fd19e" if on_chip else "#e8a0a0"))
+        ax.text(0, y + 0.62, name, ha="center", va="center", fontsize="medium", weight="bold")
+        ax.text(0, y + 0.3, what, ha="center", va="center", fontsize="small")
+    ax.axhline(1.0, color="black", ls="--", lw=1.2)
+    ax.text(-12.9, 1.06, "on chip", fontsize="small", va="bottom")
+    ax.text(-12.9, 0.94, "off chip", fontsize="small", va="top")
+    ax.annotate("", xy=(11.6, 3.9), xytext=(11.6, 0.1), arrowprops=dict(arrowstyle="->", lw=1.5))
+    ax.text(11.8, 2.0, "faster, and fewer bytes", rotation=90, va="center", fontsize="small")
+    ax.set_xlim(-13, 12.5)
+    ax.set_ylim(0, len(levels))
+    ax.axis("off")
+    who = (f"{card.short} figures, standing in for {ceilings.device}" if stand_in
+           else ceilings.device if ceilings.measured else f"MODEL: {card.short} datasheet figures, no GPU here")
+    ax.set_title(f"Where a kernel's bytes live: {who}", fontsize="medium")
+    ax.figure.supxlabel(f"A byte that crosses the dashed line is a trip. Widths not to scale.\nSources: {card.source.split(';')[0].split(' (')[0]} "
+                        f"(course_utils/gpus.py);\n{REGISTER_SOURCE}"
+                        + ("; the copy: bench.ceilings(), this run" if ceilings.measured else ""), fontsize=8)
+    return ax
+
+
+def programs_on_sms(n: int, block: int, sms: int = 2, ax=None):
+    """A picture of a launch: n elements split into blocks of `block`, one program per block, and the
+    programs handed to `sms` SMs (a toy GPU, small enough to read; the order on a real GPU is up to it).
+    Masked lanes, past the end of the tensor, are hatched."""
+    if n < 1 or block < 1 or sms < 1:
+        raise ValueError(f"programs_on_sms needs n, block and sms of at least 1 (got {n}, {block}, {sms})")
+    programs = -(-n // block)
+    if programs * block > 256:
+        raise ValueError(f"{programs} programs of {block} lanes is too many to draw: keep programs x block <= 256")
+    plt = pyplot()
+    ax = _axes(ax, size=(max(6.0, programs * block * 0.32), 3.2))
+    cmap = plt.get_cmap("tab10")
+    for lane in range(programs * block):
+        pid = lane // block
+        masked = lane >= n
+        ax.add_patch(plt.Rectangle((lane, 2), 1, 1, facecolor="white" if masked else cmap(pid % 10),
+                                   edgecolor="black", hatch="//" if masked else None, alpha=0.9))
+        if not masked:
+            ax.text(lane + 0.5, 2.5, str(lane), ha="center", va="center", fontsize=7)
+    for pid in range(programs):
+        ax.text(pid * block + block / 2, 3.25, f"program {pid}", ha="center", fontsize="small", color=cmap(pid % 10))
+    width = programs * block / sms
+    for s in range(sms):
+        ax.add_patch(plt.Rectangle((s * width + 0.2, 0), width - 0.4, 1, facecolor="#eeeeee", edgecolor="black"))
+        mine = [pid for pid in range(programs) if pid % sms == s]
+        ax.text(s * width + width / 2, 0.5, f"SM {s}: " + ", then ".join(f"program {p}" for p in mine),
+                ha="center", va="center", fontsize="small")
+    ax.text(0, 1.35, f"grid = ({programs},): {programs} programs; lanes past n = {n} are masked off (hatched)",
+            fontsize="small")
+    ax.set_xlim(-0.5, programs * block + 0.5)
+    ax.set_ylim(-0.2, 3.7)
+    ax.axis("off")
+    ax.set_title(f"{n} elements, BLOCK = {block}, {programs} programs, on a toy GPU of {sms} SMs", fontsize="medium")
+    ax.figure.supxlabel("Which program runs on which SM, and when, is the GPU's choice. An H100 has 132 SMs.",
+                        fontsize="small")
     return ax

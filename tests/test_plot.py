@@ -37,7 +37,8 @@ def test_roofline_of_the_reference_says_model():
     ax = plot.roofline(bench.REFERENCE, points=[("copy", 0, 0)])
     assert ax.get_title().startswith("MODEL:") and "datasheet" in ax.get_title()
     assert _ridge_annotation(ax)[0].xy[0] == pytest.approx(bench.REFERENCE.ridge)
-    assert any("copy" in t.get_text() and "not drawn" in t.get_text() for t in ax.texts)
+    footnote = ax.get_xlabel().split("\n")[-1]   # under the label: the layout keeps the two apart
+    assert "copy" in footnote and "not drawn" in footnote
 
 
 def test_bars_from_a_dict_and_from_a_report(monkeypatch):
@@ -60,3 +61,29 @@ def test_curves_returns_axes_with_the_scales_asked():
     ax = plot.curves([1, 10, 100], {"fused": [1, 2, 3], "unfused": [2, 4, 6]}, "n", "ms", logy=False, title="t")
     assert ax.get_xscale() == "log" and ax.get_yscale() == "linear"
     assert len(ax.lines) == 2 and ax.get_title() == "t"
+
+
+def test_memory_hierarchy_labels_the_gpu_and_its_sources():
+    ax = plot.memory_hierarchy(bench.REFERENCE)     # no GPU: the H100 SXM's datasheet, said so
+    assert ax.get_title().endswith("MODEL: H100 SXM datasheet figures, no GPU here")
+    labels = [t.get_text() for t in ax.texts]
+    assert "50 MiB, shared by all 132 SMs" in labels and any("copy not measured here" in t for t in labels)
+    assert "H100 Tensor Core GPU datasheet" in ax.figure.get_supxlabel()
+    measured = bench.Ceilings("NVIDIA H100 80GB HBM3", copy_gbps=3003.0, matmul_tflops=695.0, measured=True,
+                              source="test")
+    ax = plot.memory_hierarchy(measured)
+    assert ax.get_title().endswith("NVIDIA H100 80GB HBM3")
+    assert any("a copy measured 3,003 GB/s" in t.get_text() for t in ax.texts)
+    unknown = bench.Ceilings("Some Future GPU", copy_gbps=9000.0, matmul_tflops=2000.0, measured=True, source="t")
+    assert "standing in for Some Future GPU" in plot.memory_hierarchy(unknown).get_title()
+
+
+def test_programs_on_sms_draws_each_program_and_refuses_what_it_cannot_draw():
+    ax = plot.programs_on_sms(20, 8, sms=2)
+    texts = [t.get_text() for t in ax.texts]
+    assert {"program 0", "program 1", "program 2"} <= set(texts)
+    assert "SM 0: program 0, then program 2" in texts
+    with pytest.raises(ValueError, match="at least 1"):
+        plot.programs_on_sms(0, 8)
+    with pytest.raises(ValueError, match="too many to draw"):
+        plot.programs_on_sms(10_000, 1024)

@@ -1,0 +1,144 @@
+"""The glossary: every term of the field is defined (<dfn>term</dfn>) once, at its first use in reading order.
+
+Reading order: lessons 00 -> 09, then labs 1 -> 6. A use is a match of the term's `aliases` in a markdown
+cell's prose: inline code, code blocks, link targets and HTML comments are left out (a name in backticks is
+code, not vocabulary). A use in the same cell as the <dfn>, before it, is allowed: a cell is read as one.
+"""
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+import course_utils as cu
+from course_utils import glossary
+
+ROOT = Path(__file__).resolve().parent.parent
+READING_ORDER = sorted((ROOT / "solutions").glob("[0-9][0-9]_*.ipynb")) + \
+    sorted((ROOT / "solutions" / "labs").glob("lab[0-9]_*.ipynb"))
+DFN = re.compile(r"<dfn>(.*?)</dfn>", re.S)
+NOT_PROSE = [re.compile(p, re.S) for p in (r"<!--.*?-->", r"```.*?```", r"`[^`\n]*`", r"\]\([^)]*\)")]
+
+
+def _prose(source: str) -> str:
+    for p in NOT_PROSE:
+        source = p.sub(" ", source)
+    return source
+
+
+def _markdown(path: Path):
+    """(cell index, source) of each markdown cell a student reads: not the generator's Colab badge."""
+    nb = json.loads(path.read_text())
+    for i, cell in enumerate(nb["cells"]):
+        if cell["cell_type"] == "markdown" and cell.get("id") != "colab-badge":
+            yield i, "".join(cell["source"])
+
+
+def _term_of(dfn_text: str):
+    text = re.sub(r"[`*_]", "", dfn_text).strip()
+    for t in glossary.TERMS:
+        if t.term.lower() == text.lower() or t.pattern().fullmatch(text):
+            return t
+    return None
+
+
+def _walk():
+    """Every <dfn> and every first use, as positions (notebook number, cell, offset) in reading order."""
+    dfns, first_use = {}, {}
+    for n, path in enumerate(READING_ORDER):
+        for i, source in _markdown(path):
+            for m in DFN.finditer(source):
+                dfns.setdefault(m.group(1), []).append((n, i, m.start()))
+            prose = _prose(source)
+            for t in glossary.TERMS:
+                m = t.pattern().search(prose)
+                if m and t.term not in first_use:
+                    first_use[t.term] = (n, i, m.group(0))
+    return dfns, first_use
+
+
+DFNS, FIRST_USE = _walk()
+
+
+def _where(pos) -> str:
+    return f"{READING_ORDER[pos[0]].name}, cell {pos[1]}"
+
+
+def test_every_dfn_names_a_glossary_term():
+    unknown = [f"<dfn>{text}</dfn> in {_where(pos)}" for text, where in DFNS.items() for pos in where
+               if _term_of(text) is None]
+    assert not unknown, ("not in course_utils/glossary.py (add the term, its aliases, a definition and the "
+                         "notebook that teaches it): " + "; ".join(unknown))
+
+
+def _dfns_of(term):
+    return sorted(pos for text, where in DFNS.items() for pos in where if _term_of(text) is term)
+
+
+@pytest.mark.parametrize("term", glossary.TERMS, ids=lambda t: t.term)
+def test_each_term_is_defined_once_where_the_glossary_says(term):
+    where = _dfns_of(term)
+    assert len(where) == 1, (f"{term.term!r} needs exactly one <dfn> in the notebooks, found "
+                             f"{len(where)}: {[_where(p) for p in where] or 'none'}")
+    assert READING_ORDER[where[0][0]].stem == term.taught, (
+        f"{term.term!r} is defined in {_where(where[0])}, but the glossary says {term.taught}: "
+        "change `taught` in course_utils/glossary.py")
+
+
+def test_no_term_is_used_before_its_definition():
+    early = []
+    for t in glossary.TERMS:
+        where = _dfns_of(t)
+        use = FIRST_USE.get(t.term)
+        if where and use and use[:2] < where[0][:2]:
+            early.append(f"{_where(use)}: {use[2]!r} ({t.term}) is used before its <dfn> in {_where(where[0])}")
+    assert not early, "define each term at its first use, or reword:\n" + "\n".join(early)
+
+
+def test_the_glossary_lists_terms_in_reading_order():
+    taught = [t.term for t in sorted(glossary.TERMS, key=lambda t: (_dfns_of(t) or [(99, 0, 0)])[0])]
+    assert [t.term for t in glossary.TERMS] == taught, "reorder TERMS in course_utils/glossary.py to: " + \
+        ", ".join(taught)
+
+
+def _student_version(path: Path) -> Path:
+    return ROOT / ("labs" if path.parent.name == "labs" else "notebooks") / path.name
+
+
+@pytest.mark.parametrize("path", READING_ORDER, ids=lambda p: p.stem)
+def test_student_notebooks_keep_the_definitions(path):
+    mine = sorted(m for _, s in _markdown(path) for m in DFN.findall(s))
+    theirs = sorted(m for _, s in _markdown(_student_version(path)) for m in DFN.findall(s))
+    assert mine == theirs, (f"{_student_version(path).relative_to(ROOT)} has other <dfn> markers than its "
+                            "solution (a <dfn> in a hints cell is lost: define the term in the lesson's prose); "
+                            "run tools/generate.py")
+
+
+@pytest.mark.parametrize("path", READING_ORDER, ids=lambda p: p.stem)
+def test_every_notebook_points_to_the_glossary(path):
+    _, title = next(iter(_markdown(path)))
+    assert "cu.glossary(" in title, f"{path.name}: its first markdown cell should name `cu.glossary()`"
+
+
+def test_glossary_prints_one_term_by_any_of_its_names(capsys):
+    cu.glossary("SRAM")
+    out = capsys.readouterr().out
+    assert out.startswith("shared memory:") and "taught in notebooks/00_setup.ipynb" in out
+    cu.glossary("SMs")
+    assert capsys.readouterr().out.startswith("SM:")
+
+
+def test_glossary_prints_all_in_reading_order(capsys):
+    cu.glossary()
+    out = capsys.readouterr().out
+    positions = [out.index(f"\n{t.term}:") if i else out.index(f"{t.term}:") for i, t in enumerate(glossary.TERMS)]
+    assert positions == sorted(positions)
+
+
+def test_an_unknown_term_says_what_to_do():
+    with pytest.raises(KeyError, match="not in the course's glossary: cu.glossary.. lists every term"):
+        cu.glossary("flux capacitor")
+    with pytest.raises(KeyError, match="did you mean tensor cores"):
+        cu.glossary("tensor")
+    with pytest.raises(TypeError, match="cu.glossary\\('HBM'\\)"):
+        cu.glossary(3)
