@@ -127,7 +127,9 @@ def _called_without_grid(exc: BaseException) -> bool:
 
 
 def explain(exc: BaseException) -> str | None:
-    """A plain hint for the Triton errors students meet most, or None."""
+    """A plain hint for the Triton errors students meet most, or None: never for a check's own verdict."""
+    if _a_verdict(exc):
+        return None
     if _raised_in_interpreted_kernel(exc):
         return _RAISE_IN_KERNEL
     if _called_without_grid(exc):
@@ -143,10 +145,19 @@ def explain(exc: BaseException) -> str | None:
 _installed_on = []  # the shells whose handler we set
 
 
+def _a_verdict(exc: BaseException) -> bool:
+    """A check's or a grader's failure (CheckFailed, GradeFailed; found by name, since both modules import this
+    one), or a message that already carries its hint: it says the cause itself, and a generic translation of
+    words it happens to contain ("declare alpha without tl.constexpr") would contradict it."""
+    names = {k.__name__ for k in type(exc).__mro__}
+    text = str(exc)
+    return bool(names & {"CheckFailed", "GradeFailed"}) or "Hint:" in text or "See hint " in text
+
+
 def _show_with_hint(shell, etype, value, tb, tb_offset=None):
     """IPython's custom exception handler: the traceback as usual, then one line of hint."""
     try:
-        hint = None if "Hint:" in str(value) else explain(value)  # a CheckFailed may carry one already
+        hint = None if _a_verdict(value) else explain(value)
     except Exception:  # noqa: BLE001  (a hint must never hide the error itself)
         hint = None
     if hint is None:

@@ -73,7 +73,7 @@ def scenario_standard_library():
 
 
 def scenario_without_call_patch():
-    """The bug of issue 6, reproduced: a replay that cannot call tl.sum."""
+    """The interpreter's old refusal, reproduced: a replay that cannot call tl.sum."""
     JITFunction.__call__ = _interp._orig_jit_call       # the refusal, as before the course's patch
     try:
         trips.count(kernels.row_sum, torch.randn(4, 100))

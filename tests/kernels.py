@@ -120,6 +120,31 @@ def vector_add_big_block(x, y):
     return out
 
 
+@triton.jit
+def add_kernel_block_zero(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)  # forgot pid * BLOCK: every program works on block 0
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
+
+
+def vector_add_block_zero(x, y):
+    out = torch.empty_like(x)  # lesson 03's BLOCK: right while n <= 1024, so n = 1025 is the first to fail
+    add_kernel_block_zero[(triton.cdiv(x.numel(), 1024),)](x, y, out, x.numel(), BLOCK=1024)
+    return out
+
+
+def vector_add_out_first(x, y):
+    out = torch.empty_like(x)  # the output passed first, where the kernel declares x_ptr: it stores into y
+    add_kernel[(triton.cdiv(x.numel(), BLOCK),)](out, x, y, x.numel(), BLOCK=BLOCK)
+    return out
+
+
+def vector_add_out_second(x, y):
+    out = torch.empty_like(x)  # the output in y_ptr's place: the kernel adds the poison to x and stores into y
+    add_kernel[(triton.cdiv(x.numel(), BLOCK),)](x, out, y, x.numel(), BLOCK=BLOCK)
+    return out
+
+
 # --- scaled add: out = alpha * x + y ------------------------------------------------------------------
 @triton.jit
 def scaled_add_kernel(x_ptr, y_ptr, out_ptr, alpha, n, BLOCK: tl.constexpr, MISTAKE: tl.constexpr):
@@ -192,6 +217,40 @@ def scaled_add_eager(x, y, alpha):
 
 def scaled_add_torch_fused(x, y, alpha):
     return torch.add(y, x, alpha=alpha)  # one kernel, right numbers, but PyTorch's
+
+
+@triton.jit
+def scaled_add_kernel_alpha_constexpr(x_ptr, y_ptr, out_ptr, alpha: tl.constexpr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, alpha * tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
+
+
+def scaled_add_alpha_constexpr(x, y, alpha):
+    out = torch.empty_like(x)  # right numbers; but every new alpha compiles the kernel again
+    scaled_add_kernel_alpha_constexpr[(triton.cdiv(x.numel(), 1024),)](x, y, out, alpha, x.numel(), BLOCK=1024)
+    return out
+
+
+def scaled_add_n_alpha_swapped(x, y, alpha):
+    out = torch.empty_like(x)
+    n = x.numel()  # n and alpha in the wrong order: the kernel masks against alpha and scales by n
+    scaled_add_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, alpha, BLOCK=1024, MISTAKE=0)
+    return out
+
+
+@triton.jit
+def scaled_add_kernel_loads_alpha(x_ptr, y_ptr, out_ptr, alpha, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    a = tl.load(alpha)  # alpha is a number, not a pointer to one
+    tl.store(out_ptr + offs, a * tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
+
+
+def scaled_add_loads_alpha(x, y, alpha):
+    out = torch.empty_like(x)
+    scaled_add_kernel_loads_alpha[(triton.cdiv(x.numel(), BLOCK),)](x, y, out, alpha, x.numel(), BLOCK=BLOCK)
+    return out
 
 
 def scaled_add_stub(x, y, alpha):

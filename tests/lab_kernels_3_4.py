@@ -249,7 +249,8 @@ def flash_forward(q, k, v, causal, scale):
     return o, lse
 
 
-FA_RIGHT, NO_DELTA, NO_P, NO_SCALE, NO_CAUSAL_BWD, NOT_ACCUMULATED, DQ_NO_SCALE = map(tl.constexpr, range(7))
+(FA_RIGHT, NO_DELTA, NO_P, NO_SCALE, NO_CAUSAL_BWD, NOT_ACCUMULATED, DQ_NO_SCALE, S_UNSCALED, DV_ASSIGNED,
+ STORES_SWAPPED) = map(tl.constexpr, range(10))
 
 
 @triton.jit
@@ -286,7 +287,10 @@ def _bwd_dkdv(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dk_ptr, dv_ptr, N
         keep = (rows[:, None] < N) & (cols[None, :] < N)
         if CAUSAL and MISTAKE != NO_CAUSAL_BWD:
             keep = keep & (cols[None, :] <= rows[:, None])
-        p = tl.where(keep, tl.exp(tl.dot(q, tl.trans(k)) * scale - lse[:, None]), 0.0)
+        if MISTAKE == S_UNSCALED:    # S = QKᵀ, the scale forgotten: exp(S − lse) overflows
+            p = tl.where(keep, tl.exp(tl.dot(q, tl.trans(k)) - lse[:, None]), 0.0)
+        else:
+            p = tl.where(keep, tl.exp(tl.dot(q, tl.trans(k)) * scale - lse[:, None]), 0.0)
         dp = tl.dot(do, tl.trans(v)).to(tl.float32)
         if MISTAKE == NO_DELTA:
             ds = p * dp
@@ -297,14 +301,21 @@ def _bwd_dkdv(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dk_ptr, dv_ptr, N
         if MISTAKE == NOT_ACCUMULATED:
             dv = tl.dot(tl.trans(p.to(do.dtype)), do)
             dk = tl.dot(tl.trans(ds.to(q.dtype)), q)
+        elif MISTAKE == DV_ASSIGNED:   # dk += as it should; dv = overwrites what earlier query blocks gave
+            dv = tl.dot(tl.trans(p.to(do.dtype)), do)
+            dk += tl.dot(tl.trans(ds.to(q.dtype)), q)
         else:
             dv += tl.dot(tl.trans(p.to(do.dtype)), do)
             dk += tl.dot(tl.trans(ds.to(q.dtype)), q)
     if MISTAKE != NO_SCALE:
         dk = dk * scale
     kvo = off + cols[:, None] * D + d[None, :]
-    tl.store(dk_ptr + kvo, dk.to(dk_ptr.dtype.element_ty), mask=cols[:, None] < N)
-    tl.store(dv_ptr + kvo, dv.to(dv_ptr.dtype.element_ty), mask=cols[:, None] < N)
+    if MISTAKE == STORES_SWAPPED:   # each accumulator stored at the other's pointer
+        tl.store(dk_ptr + kvo, dv.to(dk_ptr.dtype.element_ty), mask=cols[:, None] < N)
+        tl.store(dv_ptr + kvo, dk.to(dv_ptr.dtype.element_ty), mask=cols[:, None] < N)
+    else:
+        tl.store(dk_ptr + kvo, dk.to(dk_ptr.dtype.element_ty), mask=cols[:, None] < N)
+        tl.store(dv_ptr + kvo, dv.to(dv_ptr.dtype.element_ty), mask=cols[:, None] < N)
 
 
 @triton.jit
@@ -330,7 +341,10 @@ def _bwd_dq(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dq_ptr, N, scale,
         keep = (rows[:, None] < N) & (cols[None, :] < N)
         if CAUSAL and MISTAKE != NO_CAUSAL_BWD:
             keep = keep & (cols[None, :] <= rows[:, None])
-        p = tl.where(keep, tl.exp(tl.dot(q, tl.trans(k)) * scale - lse[:, None]), 0.0)
+        if MISTAKE == S_UNSCALED:
+            p = tl.where(keep, tl.exp(tl.dot(q, tl.trans(k)) - lse[:, None]), 0.0)
+        else:
+            p = tl.where(keep, tl.exp(tl.dot(q, tl.trans(k)) * scale - lse[:, None]), 0.0)
         dp = tl.dot(do, tl.trans(v)).to(tl.float32)
         if MISTAKE == NO_DELTA:
             ds = p * dp
@@ -405,12 +419,9 @@ fa_no_causal_bwd = _attention_with(lambda *a: _bwd(*a, mistake=NO_CAUSAL_BWD))
 fa_not_accumulated = _attention_with(lambda *a: _bwd(*a, mistake=NOT_ACCUMULATED))
 
 
-def _swapped(q, k, v, o, lse, do, causal, scale):
-    dq, dk, dv = _bwd(q, k, v, o, lse, do, causal, scale)
-    return dq, dv, dk
-
-
-fa_dk_dv_swapped = _attention_with(_swapped)
+fa_dk_dv_swapped = _attention_with(lambda *a: _bwd(*a, mistake=STORES_SWAPPED))
+fa_s_unscaled = _attention_with(lambda *a: _bwd(*a, mistake=S_UNSCALED))
+fa_dv_assigned = _attention_with(lambda *a: _bwd(*a, mistake=DV_ASSIGNED))
 
 
 def _materialised(q, k, v, o, lse, do, causal, scale):

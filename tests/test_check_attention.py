@@ -69,7 +69,7 @@ def _contract():
 
 
 def test_the_contract_names_every_case_tolerance_and_budget():
-    """Issue 21: every case the check tries (attention.CASES, which the checker itself uses), each
+    """Every case the check tries (attention.CASES, which the checker itself uses), each
     tolerance (TF32 on a GPU included), and the budgets with their slack are in the lesson's contract."""
     contract = _contract()
     missing = [case for case in attention.CASES if case not in contract]
@@ -93,9 +93,9 @@ def test_the_checks_cases_come_from_CASES():
 
 @pytest.mark.parametrize("cc, smaller", [((9, 0), False), ((8, 0), False), ((8, 6), True), ((7, 5), True)])
 def test_tiles_follow_the_capability_plan(cc, smaller):
-    """Issue 20: the lesson's tiles() keep the H100's tuned choice where they fit and shrink on GPUs with
+    """The lesson's tiles() keep the H100's tuned choice where they fit and shrink on GPUs with
     less shared memory per block. (That each choice compiles within the limit is measured by compiling
-    for each target; see the report of issue 21 and the course's compile test.)"""
+    for each target; see the course's compile test, tools/compile_targets.py.)"""
     cell = next(c.source for c in _lesson().cells if "def tiles(" in c.source)
     src = cell[cell.index("def tiles("):cell.index("def flash_attention(q")]
     env = {"torch": torch, "PLAN": capability.plan(cc)}

@@ -157,6 +157,22 @@ def cos_chain_torch(x, k=2):
 
 
 # --- tests ---------------------------------------------------------------------------------------------
+@triton.jit
+def no_block_stride_kernel(x_ptr, out_ptr, n, K: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) + tl.arange(0, BLOCK)  # forgets `* BLOCK`: the programs' blocks overlap
+    mask = offs < n
+    v = tl.load(x_ptr + offs, mask=mask).to(tl.float32)
+    for _ in tl.static_range(K):
+        v = tl.cos(v)
+    tl.store(out_ptr + offs, v, mask=mask)
+
+
+def cos_chain_no_block_stride(x, k=2):
+    out = torch.empty_like(x)
+    no_block_stride_kernel[(triton.cdiv(x.numel(), 1024),)](x, out, x.numel(), K=k, BLOCK=1024)
+    return out
+
+
 def test_cos_chain_accepts_a_fused_kernel():
     r = check.cos_chain(cos_chain)
     assert "✓" in repr(r)
@@ -166,7 +182,12 @@ def test_cos_chain_accepts_a_fused_kernel():
 
 @pytest.mark.parametrize("wrong, message", [
     (cos_chain_stub, "still the stub"),
-    (cos_chain_blank, r"all 1000 elements were never written.*Does the kernel store"),
+    (cos_chain_blank, r"^`cos_chain` \(n = 1000, k = 1, float32\): 4 programs ran but none stored anything: all 1000 "
+                      r"elements were never written. Does the kernel end with tl.store"),
+    # offsets without `* BLOCK`: program i starts at element i, so the 4 programs of n = 4095 cover 0..1026
+    (cos_chain_no_block_stride, r"^`cos_chain` \(n = 4095, k = 1, float32\): the programs overlap. Only elements "
+                                r"0..1026 were written, which is what 4 programs of BLOCK 1024 cover when program i "
+                                r"starts at offset i.*pid \* BLOCK"),
     (cos_chain_k_launches, r"with k=2 .*made 2 launches where 1 should do: this is not fused"),
     (cos_chain_torch, r"with k=2 .*made 2 launches where 1 should do"),
     (cos_chain_once, r"with k=2 the output is cos\(x\), a single cosine"),
@@ -190,7 +211,8 @@ def test_cos_chain_rejects(wrong, message):
 # --- each failure names the hint that addresses its diagnosis ------------------------------------------
 @pytest.mark.parametrize("wrong, diagnosis, hint", [
     (cos_chain_stub, "stub", 1),
-    (cos_chain_blank, "unwritten", 1),
+    (cos_chain_blank, "no-store", 1),
+    (cos_chain_no_block_stride, "overlap", 1),
     (cos_chain_k_launches, "launches", 1),
     (cos_chain_through_memory, "bytes", 1),
     (cos_chain_once, "one-cosine", 2),

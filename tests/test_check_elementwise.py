@@ -23,7 +23,19 @@ def test_vector_add_accepts_a_correct_kernel():
     (k.vector_add_two_passes, "not fused"),
     (k.vector_add_zero_grid, "0 programs.*triton.cdiv"),
     (k.vector_add_no_stride, "programs overlap.*pid \\* BLOCK"),
+    # every program on block 0: right up to n = 1024 (BLOCK), so the case that fails is named, and the grid,
+    # big enough, is not blamed
+    (k.vector_add_block_zero, r"^`vector_add` \(n = 1025, float32\): the grid is big enough \(2 programs × 1024 = 2048 "
+                              r"≥ n = 1025\), but every program seems to work on block 0.*the last element was never "
+                              r"written.*pid \* BLOCK"),
     (k.vector_add_grid_per_element, "1000 programs for n = 1000.*one per element"),
+    # the launch's arguments in another order than the kernel's parameters: the store lands in y, an input
+    (k.vector_add_out_first, r"^`vector_add` \(n = 1000, float32\): the kernel stored into y, an input, and never into "
+                             r"the output. The kernel declares \(x_ptr, y_ptr, out_ptr, n, BLOCK\), and `x_ptr` "
+                             r"received the output, `y_ptr` received x and `out_ptr` received y: the launch passes its "
+                             r"arguments in another order.*by position"),
+    (k.vector_add_out_second, r"stored into y, an input, and never into the output.*`y_ptr` received the output and "
+                              r"`out_ptr` received y"),
     (k.vector_add_x_twice, "x \\+ x: is the second load reading from x_ptr"),
     (k.vector_add_torch, "with PyTorch \\(aten.add\\), not with a Triton kernel"),
     (lambda x, y: x, "never add|equals x|is y loaded"),
@@ -56,6 +68,11 @@ def test_scaled_add_accepts_float32_arithmetic():
     (k.scaled_add_alpha_on_sum, r"alpha \* \(x \+ y\): alpha scales the sum"),
     (k.scaled_add_no_mask, "n = 1000.*is the tail masked"),
     (k.scaled_add_floor_grid, r"grid is too small.*triton.cdiv\(n, BLOCK\) = 8 programs"),
+    (k.scaled_add_n_alpha_swapped, r"^`scaled_add` \(n = 1000, float32\): the kernel's parameter `alpha` received 1000, "
+                                   r"and `n` received alpha = 2.5.*matches them by position"),
+    (k.scaled_add_alpha_constexpr, r"`alpha` is declared tl.constexpr.*every new value of alpha compiles a new kernel"),
+    (k.scaled_add_loads_alpha, r"^`scaled_add` \(n = 1000, float32\): the kernel loads alpha as if it were a pointer "
+                               r"\(tl.load\(alpha\)\). alpha arrives as a number, not as a pointer to one: use it directly"),
     (k.scaled_add_eager, "2 launches where 1 should do: this is not fused"),
     (k.scaled_add_torch_fused, r"with PyTorch \(aten.add\)"),
     (lambda x, y, alpha: y, "equals y"),
@@ -76,14 +93,20 @@ def test_scaled_add_rejects(wrong, message):
     ("vector_add", k.vector_add_floor_grid, "grid-too-small", 2),
     ("vector_add", k.vector_add_zero_grid, "grid-zero", 2),
     ("vector_add", k.vector_add_no_stride, "overlap", 2),
+    ("vector_add", k.vector_add_block_zero, "overlap", 2),
     ("vector_add", k.vector_add_no_mask, "out-of-bounds", 2),
     ("vector_add", k.vector_add_grid_per_element, "grid-per-element", 2),
+    ("vector_add", k.vector_add_out_first, "argument-order", 1),
+    ("vector_add", k.vector_add_out_second, "argument-order", 1),
     ("scaled_add", k.scaled_add_stub, "stub", 1),
     ("scaled_add", k.scaled_add_floor_grid, "grid-too-small", 1),
     ("scaled_add", k.scaled_add_eager, "launches", 1),
     ("scaled_add", k.scaled_add_no_alpha, "no-alpha", 2),
     ("scaled_add", k.scaled_add_alpha_on_y, "alpha-on-y", 2),
     ("scaled_add", k.scaled_add_alpha_on_sum, "alpha-on-sum", 2),
+    ("scaled_add", k.scaled_add_n_alpha_swapped, "argument-order", 2),
+    ("scaled_add", k.scaled_add_alpha_constexpr, "alpha-constexpr", 2),
+    ("scaled_add", k.scaled_add_loads_alpha, "alpha-loaded", 2),
 ])
 def test_lesson_03_failures_name_their_hint(checker, wrong, diagnosis, hint):
     with pytest.raises(check.CheckFailed) as e:
@@ -179,3 +202,39 @@ def test_compare_calls_a_ragged_end_a_tail_and_a_whole_batch_entry_not():
     with pytest.raises(check.CheckFailed, match=r"the whole of the last 1 of the 2 entries along the first") as e:
         compare(got, want, name="t")
     assert e.value.diagnosis == "wrong" and "tail" not in str(e.value)
+
+
+def test_compare_calls_nothing_a_tail_when_every_element_is_wrong():
+    """Lab 4's backward with the scale left out of S, in fp32, read "all 1280 elements are wrong ... Only the tail
+    is wrong: is the last, partial block masked?": a run of bad elements that ends at the last one is a tail
+    only when some element before it is right."""
+    from course_utils.check._core import compare
+    want = torch.arange(1.0, 25.0)
+    with pytest.raises(check.CheckFailed) as e:
+        compare(want + torch.linspace(50, 90, 24), want, name="t")
+    assert "all 24 elements are wrong" in str(e.value) and "tail" not in str(e.value)
+    assert e.value.diagnosis == "wrong"
+
+
+def test_compare_names_the_case_and_reads_whole_blocks_without_blaming_the_grid():
+    """The case that failed is named; a written prefix of a power of two is not called a grid or a mask problem
+    alone: with the launch unknown, both causes of a whole block are given."""
+    from course_utils.check._core import compare
+    out = torch.empty(1025)
+    check._core._poison(out)
+    out[:1024] = 1.0
+    with pytest.raises(check.CheckFailed) as e:
+        compare(out, torch.ones(1025), name="f", case="n = 1025, float32")
+    text = str(e.value)
+    assert text.startswith("`f` (n = 1025, float32): the last element was never written")
+    assert "every program works on block 0" in text and "Is the mask off by one" not in text
+
+
+def test_compare_each_names_only_what_is_wrong():
+    from course_utils.check._core import compare_each
+    right, wrong = torch.ones(8), torch.ones(8) * 3
+    with pytest.raises(check.CheckFailed) as e:
+        compare_each([(right, torch.ones(8), "a", {}), (wrong, torch.ones(8), "b", {}),
+                      (right, torch.ones(8), "c", {})], name="f")
+    lines = str(e.value).splitlines()
+    assert lines[0].startswith("`f, b`: all 8 elements are wrong") and lines[-1] == "a and c are right."

@@ -100,6 +100,12 @@ def eager_chain(x):
     return x
 
 
+def tiny_chain_out_first(x):
+    out = torch.empty_like(x)  # (out, x) where the kernel declares (x_ptr, out_ptr): it stores into x
+    chain_kernel[_grid(x)](out, x, x.numel(), SCALE=SCALE, SHIFT=SHIFT, STEPS=STEPS, ADD_FIRST=False, BLOCK=BLOCK)
+    return out
+
+
 def test_accepts_a_one_kernel_chain():
     r = check.tiny_chain(tiny_chain)
     assert "✓" in repr(r) and r.traffic.launches == 1 and r.traffic.bytes == 8 * 4096
@@ -107,7 +113,11 @@ def test_accepts_a_one_kernel_chain():
 
 @pytest.mark.parametrize("wrong, message", [
     (tiny_chain_stub, "still the stub"),
-    (tiny_chain_blank, "never written.*Does the kernel store"),
+    (tiny_chain_blank, r"^`tiny_chain` \(n = 16\): 1 program ran but none stored anything: all 16 elements were "
+                       r"never written. Does the kernel end with tl.store"),
+    (tiny_chain_out_first, r"^`tiny_chain` \(n = 16\): the kernel stored into x, an input, and never into the output. "
+                           r"The kernel declares .*`x_ptr` received the output and `out_ptr` received x: the launch "
+                           r"passes its arguments in another order"),
     (tiny_chain_no_mask, "Out-of-bounds.*tail masked"),
     (tiny_chain_one_launch_per_op, "made 100 launches where 1 should do: this is not fused"),
     (eager_chain, "made 100 launches where 1 should do: this is not fused"),
@@ -128,7 +138,8 @@ def test_rejects(wrong, message):
 # --- each failure names the hint that addresses its diagnosis ------------------------------------------
 @pytest.mark.parametrize("wrong, diagnosis, hint", [
     (tiny_chain_stub, "stub", 1),
-    (tiny_chain_blank, "unwritten", 1),
+    (tiny_chain_blank, "no-store", 1),
+    (tiny_chain_out_first, "argument-order", 1),
     (tiny_chain_no_mask, "out-of-bounds", 1),
     (tiny_chain_one_launch_per_op, "launches", 1),
     (tiny_chain_in_place, "in-place", 1),

@@ -117,7 +117,7 @@ def test_nan_causes_are_told_apart_by_probes():
 
 def test_every_case_the_check_tries_is_a_kind_the_contract_names():
     """The check's cases come from online.CASES, and lesson 08's stub names each kind, its tolerances and its
-    budget with the slack (issue 21: the contract must say what the check tries)."""
+    budget with the slack (the contract must say what the check tries)."""
     r = check.online_softmax(k.online_softmax)
     kinds = {next(kind for kind in online.CASES if case.split(" ", 1)[1].startswith(kind)) for case in r.cases}
     assert kinds == set(online.CASES)
@@ -140,7 +140,7 @@ def _contract():
 
 
 def test_the_lessons_launcher_takes_a_power_of_two_block_and_refuses_others():
-    """Issue 21: online_softmax(x, 1000) failed deep inside Triton. The launcher, given in the stub, takes
+    """online_softmax(x, 1000) once failed deep inside Triton. The launcher, given in the stub, takes
     any power of two up to 2**20 and refuses others with a ValueError that says what to do."""
     import triton
     import triton.language as tl

@@ -119,6 +119,11 @@ def test_bad_calls_and_a_crash_are_rows_not_exceptions(lean, no_counts):
     first = next(r for r in card.rows if r.status == FAILED)
     assert "raised RuntimeError: boom" in first.diagnosis, card.text()
     assert "See hint" not in first.diagnosis        # an unrecognised crash: no hint was written for it
+    # nor is it a refusal of bad input: only the ValueError the contract asks for is one
+    bad = next(r for r in card.rows if r.name.startswith("bad input"))
+    assert bad.status == FAILED and re.search(r"given H = 6 query heads for H_kv = 4: crashed: RuntimeError: boom",
+                                               bad.diagnosis), card.text()
+    assert "See hint" not in bad.diagnosis and "edges of the contract" not in bad.diagnosis, bad.diagnosis
     assert torch.cuda.is_available() or any(r.status == "not measured" for r in card.rows)
 
 
@@ -139,7 +144,7 @@ def test_a_scorecard_with_hints_names_the_hint_of_a_diagnosis_key():
 
 
 def test_the_measure_text_says_what_the_cpu_model_charges():
-    """Issue 21: on a CPU the Measure table is bench's model; its text names what the model charges at the hook's
+    """On a CPU the Measure table is bench's model; its text names what the model charges at the hook's
     size (the bytes of K and V at the datasheet bandwidth, a fixed cost a launch) and where a two-launch split
     design lands against SDPA's one launch of the same bytes. Those figures come from the model, not from a run."""
     import json

@@ -271,6 +271,27 @@ def test_ipython_leaves_other_errors_alone(shell, capsys):
     assert not result.success and "SyntaxError" in out and "Hint:" not in out
 
 
+def test_explain_leaves_a_checks_verdict_alone():
+    verdict = CheckFailed("`scaled_add`: `alpha` is declared tl.constexpr ... Declare `alpha` without tl.constexpr",
+                          "alpha-constexpr")
+    assert hints.explain(verdict) is None
+
+
+def test_ipython_adds_no_hint_to_a_checks_own_verdict(shell, capsys):
+    """A failed check names its cause and its hint; the hook must not add explain()'s generic line, here the
+    "declare it NAME: tl.constexpr" that contradicts scaled_add's "declare `alpha` without tl.constexpr"."""
+    from course_utils import check
+    import kernels as k
+    shell.user_ns.update(check=check, scaled_add_alpha_constexpr=k.scaled_add_alpha_constexpr)
+    result = shell.run_cell("check.scaled_add(scaled_add_alpha_constexpr)")
+    out = capsys.readouterr().out
+    assert not result.success and "without tl.constexpr" in out and "See hint 2" in out
+    assert "Hint:" not in out and "compile-time constant" not in out
+    shell.user_ns["message"] = "`bias_gelu` (3 × 37): BLOCK is not a tl.constexpr.\nSee hint 2 (the grid): ..."
+    result = shell.run_cell("raise RuntimeError(message)")
+    assert not result.success and "Hint:" not in capsys.readouterr().out
+
+
 def test_uninstall_restores_ipython(shell, capsys):
     hints.uninstall(shell)
     shell.run_cell("copy_kernel[(4,)](X, OUT, 1000, BLOCK=300)")

@@ -2,6 +2,8 @@
 and turn a mismatch into a sentence that names the likely cause."""
 from __future__ import annotations
 
+import contextlib
+import math
 from dataclasses import dataclass, field
 
 import torch
@@ -125,6 +127,171 @@ def bounds_check_on_gpu(fn, *args, name: str):
             run(fn, *args, name=name)
 
 
+# --- what a launch did: its arguments, its grid, what its programs stored ---------------------------
+@dataclass
+class KernelCall:
+    """One launch of a Triton kernel as the (instrumented) interpreter ran it: on a CPU the run itself, on a
+    GPU the replay that trips.counting makes before the real launch."""
+    kernel: str
+    args: dict                    # parameter -> the value the launch passed
+    constexprs: tuple             # the parameters declared tl.constexpr
+    grid: tuple = ()
+    stored: int = 0               # bytes stored, every program's counted: a block stored twice counts twice
+    stored_distinct: int = 0      # distinct bytes stored
+
+    @property
+    def programs(self) -> int:
+        return self.grid[0] if self.grid else 0
+
+
+def _constexprs(fn) -> tuple:
+    """The parameters of a kernel's Python function annotated tl.constexpr (what Triton's own GridExecutor
+    lists, in the releases that keep that list)."""
+    return tuple(name for name, ann in getattr(fn, "__annotations__", {}).items() if "constexpr" in str(ann))
+
+
+@contextlib.contextmanager
+def watching_launches():
+    """`with watching_launches() as calls:` records a KernelCall for every interpreted launch in the block."""
+    from triton.runtime import interpreter
+    calls: list[KernelCall] = []
+    inner = interpreter.GridExecutor.__call__
+
+    def call(self, *args, **kwargs):
+        record = KernelCall(getattr(self.fn, "__name__", "kernel"),
+                            {**dict(zip(self.arg_names, args)),
+                             **{k: v for k, v in kwargs.items() if k in self.arg_names}},
+                            tuple(getattr(self, "constexprs", None) or _constexprs(self.fn)))
+
+        def listen(launch):
+            record.grid = tuple(interpreter.interpreter_builder.grid_dim)
+            record.stored = launch.requested_written
+            record.stored_distinct = launch.distinct_bytes("write")
+        _interp._listeners.append(listen)
+        try:
+            return inner(self, *args, **kwargs)
+        finally:
+            _interp._listeners.remove(listen)
+            calls.append(record)
+    interpreter.GridExecutor.__call__ = call
+    try:
+        yield calls
+    finally:
+        interpreter.GridExecutor.__call__ = inner
+
+
+# A case is replayed on a GPU through the bounds-checked interpreter, which records its launch, up to this many
+# elements: the largest sizes would take the replay seconds.
+REPLAYED_UP_TO = 4096
+
+
+def recorded(call, n: int):
+    """call() with its launch recorded: (what it returned, the KernelCall of its one launch, or None). On a CPU
+    the interpreter's run is the record; on a GPU a replay through it comes first, for cases of up to
+    REPLAYED_UP_TO elements (None above that, where compare() falls back on the output alone)."""
+    with watching_launches() as calls:
+        if ON_GPU and not INTERPRET and n <= REPLAYED_UP_TO:
+            with trips.counting():
+                out = call()
+        else:
+            out = call()
+    return out, (calls[-1] if len(calls) == 1 else None)
+
+
+def counted(k: int, noun: str) -> str:
+    """1 program, 8 programs."""
+    return f"{k} {noun}{'' if k == 1 else 's'}"
+
+
+def inputs_kept(out, inputs, *, name: str, case: str = "", launch: KernelCall | None = None) -> None:
+    """Fail where the student's function wrote into one of its inputs. inputs: (label, tensor, its copy from
+    before the call). A kernel that stores into an input most often got its arguments in another order than
+    it declares its parameters (Triton matches them by position): the launch shows which parameter got what."""
+    changed = [label for label, t, before in inputs if not torch.equal(t, before)]
+    if not changed:
+        return
+    who = f"`{name}`" + (f" ({case})" if case else "")
+    label = changed[0]
+    tensor = next(t for lb, t, _ in inputs if lb == label)
+    if isinstance(out, torch.Tensor) and out.numel() and out.data_ptr() == tensor.data_ptr():
+        fail(f"{who}: the result was written into {label}, an input, and returned: write it to a new tensor "
+             "(out = torch.empty_like(x)) and leave the inputs as they were; the caller still needs them.",
+             "in-place")
+    untouched = isinstance(out, torch.Tensor) and bool(unwritten(out).all())
+    what = f"{who}: the kernel stored into {label}, an input, " + ("and never into the output. " if untouched else
+                                                                  "which must stay as it was. ")
+    if launch is not None and isinstance(out, torch.Tensor):
+        tensors = [(lb, t) for lb, t, _ in inputs] + [("the output", out)]
+        received = [f"`{p}` received {lb}" for p, v in launch.args.items() if isinstance(v, torch.Tensor) and v.numel()
+                    for lb, t in tensors if t.numel() and v.data_ptr() == t.data_ptr()]
+        if received:
+            what += (f"The kernel declares ({', '.join(launch.args)}), and "
+                     f"{', '.join(received[:-1])} and {received[-1]}: " if len(received) > 1 else f"{received[0]}: ")
+    fail(what + "the launch passes its arguments in another order than the kernel declares its parameters. "
+         "Triton matches them by position, as Python does: pass the inputs and the output in the kernel's order.",
+         "argument-order")
+
+
+def _pow2(b: int) -> bool:
+    return b >= 1 and b & (b - 1) == 0
+
+
+def _clean_prefix(never: torch.Tensor) -> int | None:
+    """w when elements 0..w-1 were written and w..n-1 never (0 < w < n); None for any other pattern."""
+    flat = never.flatten()
+    w = flat.numel() - int(flat.sum())
+    if 0 < w < flat.numel() and not bool(flat[:w].any()) and bool(flat[w:].all()):
+        return w
+    return None
+
+
+def unwritten_cause(never: torch.Tensor, launch: KernelCall | None) -> tuple[str, str] | None:
+    """(the cause, its key) of the elements of a 1-D output that no program wrote, read from what the launch's
+    programs stored; None where the pattern does not give it away.
+
+    Unwritten elements are called a grid problem only when the grid was too small: a grid big enough whose
+    programs all stored the same block is an offset mistake, and one whose programs stopped inside a block
+    is a mask mistake (the mask compared with something other than n)."""
+    if launch is None or not launch.grid or never.dim() != 1:
+        return None
+    n, p = never.numel(), launch.programs
+    if p == 0:
+        return (f"the grid had 0 programs, so nothing ran and all {n} elements were never written. n // BLOCK is 0 "
+                "whenever n < BLOCK: use triton.cdiv(n, BLOCK), which rounds up.", "grid-zero")
+    if bool(never.all()):
+        return (f"{counted(p, 'program')} ran but none stored anything: all {n} elements were never written. Does "
+                "the kernel "
+                "end with tl.store(out_ptr + offsets, result, mask=mask)?", "no-store")
+    w = _clean_prefix(never)
+    if w is None:
+        return None
+    if launch.stored > launch.stored_distinct:          # several programs stored the same elements
+        if p > 1 and launch.stored == p * launch.stored_distinct:
+            enough = f"the grid is big enough ({p} programs × {w} = {p * w} ≥ n = {n}), but " if p * w >= n else ""
+            return (f"{enough}every program seems to work on block 0: each of the {p} programs stored the same "
+                    f"elements 0..{w - 1}, and none stored past them, so "
+                    f"{f'the last {n - w} were' if n - w > 1 else 'the last element was'} never written. A "
+                    "program's offsets start at its own block: pid * BLOCK + tl.arange(0, BLOCK).", "overlap")
+        block = w - p + 1
+        if p > 1 and _pow2(block):
+            return (f"the programs overlap. Only elements 0..{w - 1} were written, which is what {p} programs of "
+                    f"BLOCK {block} cover when program i starts at offset i. Each program must start at its own "
+                    "block: offsets = pid * BLOCK + tl.arange(0, BLOCK).", "overlap")
+        return (f"several programs stored the same elements ({launch.stored} bytes stored, {launch.stored_distinct} "
+                f"distinct), and elements {w}..{n - 1} were never written. Does each program start at its own "
+                "block, pid * BLOCK + tl.arange(0, BLOCK)?", "overlap")
+    if w % p == 0 and _pow2(w // p):
+        block = w // p
+        return (f"the grid is too small. {counted(p, 'program')} × BLOCK {block} = {w} elements, but n = {n}: the last "
+                f"{n - w} element{'s were' if n - w > 1 else ' was'} never written. n // BLOCK rounds down; the grid "
+                f"needs triton.cdiv(n, BLOCK) = {-(-n // block)} programs.", "grid-too-small")
+    return (f"elements {w}..{n - 1} were never written, though the grid is not what left them out: its {p} "
+            f"program{'s' if p > 1 else ''} stored elements 0..{w - 1} once each, and {w} is no whole number of "
+            "blocks. The mask switched the rest off: what does it compare the offsets with? It needs n, the "
+            "number of elements. Is n passed where the kernel expects it (Triton matches the arguments of a launch "
+            "to the kernel's parameters by position)?", "unwritten")
+
+
 # --- comparing --------------------------------------------------------------------------------------
 def tolerance(dtype: torch.dtype) -> dict:
     return {torch.float16: dict(atol=2e-3, rtol=2e-3), torch.bfloat16: dict(atol=2e-2, rtol=2e-2)}.get(
@@ -146,7 +313,9 @@ def _where(bad: torch.Tensor, what: str) -> str:
         return f"all {n} elements {what}" if n > 1 else f"the only element {what.replace('were', 'was').replace('are', 'is')}"
     tail = _tail_run(bad.flatten())
     if tail == k:
-        return f"the last {k} element{'s' if k > 1 else ''} {what}"
+        if k == 1:
+            return f"the last element {what.replace('were', 'was').replace('are', 'is')}"
+        return f"the last {k} elements {what}"
     if bad.dim() == 2:
         col_bad = bad.all(dim=0)
         cols = int(col_bad.sum())
@@ -164,68 +333,126 @@ def _where(bad: torch.Tensor, what: str) -> str:
 
 
 def compare(out, ref: torch.Tensor, *, name: str, like: torch.Tensor | None = None, wrong_answers=(),
-            overflow_hint: str = "", tol: dict | None = None) -> None:
+            overflow_hint: str = "", overflow_key: str = "nonfinite", tol: dict | None = None, case: str = "",
+            launch: KernelCall | None = None) -> None:
     """Fail with a diagnosis unless out matches ref.
 
     wrong_answers: (tensor, message) or (tensor, message, diagnosis key) triples, realistic mistakes
-    computed by the checker; if out matches one of them, its message is the diagnosis."""
+    computed by the checker; if out matches one of them, its message is the diagnosis.
+    overflow_hint, overflow_key: the likely cause of NaN or inf where the answer is finite, and its key, for a
+    checker that knows its exercise's (the general guess otherwise).
+    case: the case that failed ("n = 1025, float32"), named in every failure: where the student's kernel
+    breaks tells them as much as how.
+    launch: the KernelCall of the launch that made out (watching_launches), to tell a grid too small from
+    programs that overlap or a mask that stops early when elements were never written."""
     like = ref if like is None else like
+    who = f"`{name}`" + (f" ({case})" if case else "")
     if out is None:
-        fail(f"`{name}` returned None: did you forget `return out`?", "return")
+        fail(f"{who} returned None: did you forget `return out`?", "return")
     if not isinstance(out, torch.Tensor):
-        fail(f"`{name}` returned a {type(out).__name__}; it should return a torch.Tensor", "return")
+        fail(f"{who} returned a {type(out).__name__}; it should return a torch.Tensor", "return")
     if out.device.type != like.device.type:
-        fail(f"`{name}` returned a tensor on {out.device}, but the inputs are on {like.device}: allocate the "
+        fail(f"{who} returned a tensor on {out.device}, but the inputs are on {like.device}: allocate the "
              "output like the input (torch.empty_like(x)).", "return")
     if tuple(out.shape) != tuple(ref.shape):
-        fail(f"`{name}` returned shape {tuple(out.shape)}; expected {tuple(ref.shape)}", "return")
+        fail(f"{who} returned shape {tuple(out.shape)}; expected {tuple(ref.shape)}", "return")
     if out.dtype != like.dtype:
-        fail(f"`{name}` returned {out.dtype} for {like.dtype} inputs: keep the input's dtype "
+        fail(f"{who} returned {out.dtype} for {like.dtype} inputs: keep the input's dtype "
              "(torch.empty_like(x)), and cast inside the kernel if you compute in fp32.", "dtype")
     tol = tol or tolerance(like.dtype)
-    never = unwritten(out)
+    never = unwritten(out).cpu()
     if bool(never.any()):
-        cause = ("Does the kernel store, and is it launched?" if bool(never.all()) else
-                 "Is the grid big enough (triton.cdiv(n, BLOCK) programs)? Is the mask off by one?")
-        fail(f"`{name}`: {_where(never.cpu(), 'were never written')} (they still hold the poison the "
+        found = unwritten_cause(never, launch)
+        if found:
+            fail(f"{who}: {found[0]}", found[1])
+        written = _clean_prefix(never)
+        if bool(never.all()):
+            cause = "Does the kernel store, and is it launched?"
+        elif written is not None and written > 1 and _pow2(written):
+            # a whole block's worth: too few programs, or programs that all stored block 0; without the launch
+            # the output alone cannot tell which
+            cause = (f"Only the first {written} elements were written, a power of two: one whole block? Then either "
+                     "the grid has too few programs (it needs triton.cdiv(n, BLOCK)), or every program works on "
+                     "block 0 (its offsets must be pid * BLOCK + tl.arange(0, BLOCK)).")
+        else:
+            cause = "Is the grid big enough (triton.cdiv(n, BLOCK) programs)? Is the mask off by one?"
+        fail(f"{who}: {_where(never, 'were never written')} (they still hold the poison the "
              f"check put in freshly allocated memory). {cause}", "unwritten")
     got, want = out.double(), ref.double()
     if bool((~torch.isfinite(got) & torch.isfinite(want)).any()):
         kind = "NaN" if bool((torch.isnan(got) & torch.isfinite(want)).any()) else "inf"
-        # a NaN is most often 0 / 0 or inf − inf (a max still −inf), an inf a value past the dtype's range
-        guess = ("Is something divided by 0, or is inf − inf computed (a running max still −inf)?" if kind == "NaN"
-                 else "Overflow? Is an intermediate too large for the dtype?")
-        fail(f"`{name}`: {_where((~torch.isfinite(got) & torch.isfinite(want)).cpu(), f'are {kind}')} where the "
-             f"answer is finite. {overflow_hint or guess}", "nonfinite")
+        # a NaN is most often 0 / 0, inf − inf or 0 · inf (an exp that overflowed, a max still −inf); an inf a
+        # value past the dtype's range. A checker that knows its exercise's likely cause passes overflow_hint.
+        guess = ("Is something divided by 0, or is inf − inf or 0 · inf computed (an exp that overflowed, a max "
+                 "still −inf)?" if kind == "NaN" else "Overflow? Is an intermediate too large for the dtype?")
+        fail(f"{who}: {_where((~torch.isfinite(got) & torch.isfinite(want)).cpu(), f'are {kind}')} where the "
+             f"answer is finite. {overflow_hint or guess}", overflow_key if overflow_hint else "nonfinite")
     close = torch.isclose(got, want, **tol, equal_nan=True)
     if bool(close.all()):
         return
+    size = float(want.abs().max()) if want.numel() else 0.0
     for alt, message, *key in wrong_answers:
-        if alt is not None and alt.shape == out.shape and bool(
-                torch.isclose(got, alt.double(), **tol, equal_nan=True).all()):
-            fail(f"`{name}`: {message}", key[0] if key else "wrong-answer")
+        if alt is not None and alt.shape == out.shape:
+            # recognised at the precision its own size allows: a mistake that makes the numbers 1e5 times too
+            # large rounds 1e5 times coarser than the answer the tolerance was set for
+            big = float(alt.abs().max()) if alt.numel() else 0.0
+            alt_tol = dict(tol, atol=tol.get("atol", 1e-8) * max(1.0, big / size)) if size > 0 and math.isfinite(big) else tol
+            if bool(torch.isclose(got, alt.double(), **alt_tol, equal_nan=True).all()):
+                fail(f"{who}: {message}", key[0] if key else "wrong-answer")
     bad = ~close
     err = (got - want).abs().masked_fill(~bad, 0)
     worst = tuple(int(i) for i in torch.nonzero(err == err.max())[0])
     idx = worst if len(worst) > 1 else worst[0]
-    msg = f"`{name}`: {_where(bad.cpu(), 'are wrong')}. Worst at {idx}: got {got[worst].item():.6g}, " \
+    msg = f"{who}: {_where(bad.cpu(), 'are wrong')}. Worst at {idx}: got {got[worst].item():.6g}, " \
           f"expected {want[worst].item():.6g}."
     diagnosis = "wrong"
     ratio = (got[bad] / want[bad]).cpu()
     ratio = ratio[torch.isfinite(ratio)]
+    k = int(bad.sum())
     if ratio.numel() >= 2 and float(ratio.std()) < 1e-3 * max(1.0, abs(float(ratio.mean()))) and \
             abs(float(ratio.mean()) - 1) > 1e-2:
         msg += f" Every wrong element is off by the same factor, ×{float(ratio.mean()):.4g}: a missing or extra scale?"
         diagnosis = "factor"
-    elif _tail_run(bad.flatten()) == int(bad.sum()):
+    elif k < bad.numel() and _tail_run(bad.flatten()) == k:   # a tail: some elements before it are right
         per = out.numel() // out.shape[0] if out.dim() > 1 and out.shape[0] > 1 else 0
-        if per and int(bad.sum()) % per == 0:    # whole entries of a batch, not the ragged end of one
-            msg += (f" The wrong elements are the whole of the last {int(bad.sum()) // per} of the {out.shape[0]} "
+        if per and k % per == 0:    # whole entries of a batch, not the ragged end of one
+            msg += (f" The wrong elements are the whole of the last {k // per} of the {out.shape[0]} "
                     "entries along the first dimension: what differs for them (their length, where they start)?")
         else:
             msg += " Only the tail is wrong: is the last, partial block masked correctly?"
             diagnosis = "tail"
     fail(msg, diagnosis)
+
+
+# keys too general to call two outputs' failures "the same mistake"
+_GENERAL_KEYS = ("wrong", "factor", "tail", "unwritten", "nonfinite", "return", "dtype")
+
+
+def compare_each(outputs, *, name: str) -> None:
+    """compare() for the several outputs of one call: [(out, ref, label, compare's other keywords)], in the
+    order to judge them. A failure names only what is wrong: the first wrong output's diagnosis (and its key),
+    then which of the others are wrong too and which are right, so that a student never rewrites a part that
+    worked."""
+    failures, right = [], []
+    for out, ref, label, kw in outputs:
+        try:
+            compare(out, ref, name=f"{name}, {label}", **kw)
+            right.append(label)
+        except CheckFailed as e:
+            failures.append((label, e))
+    if not failures:
+        return
+    first = failures[0][1]
+    lines = [str(first)]
+    for label, e in failures[1:]:
+        if e.diagnosis == first.diagnosis and e.diagnosis not in _GENERAL_KEYS:
+            lines.append(f"{label} has the same mistake.")
+        else:
+            text = str(e).split("`: ", 1)[-1].split("\n")[0]
+            lines.append(f"{label} is wrong too: {text.split('. ')[0].rstrip('.')}.")
+    if right:
+        lines.append(f"{listed(right)} {'is' if len(right) == 1 else 'are'} right.")
+    raise CheckFailed("\n".join(lines), first.diagnosis)
 
 
 def ready(fn, cases, *, checker: str, atol: float = 1e-5, rtol: float = 1e-5) -> bool:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import torch
 
 from ..environment import DEVICE, pick
-from ._core import CheckFailed, Passed, bounds_check_on_gpu, budget, compare, run
+from ._core import CheckFailed, Passed, bounds_check_on_gpu, budget, compare, inputs_kept, recorded, run
 
 __all__ = ["cos_chain"]
 
@@ -82,11 +82,15 @@ def cos_chain(fn) -> Passed:
                 x = (torch.randn(n, device=DEVICE) * 3).to(dtype)
                 keep = x.clone()
                 want = _cosines(x, k)
-                out = _call(fn, x, k)
-                if not torch.equal(x, keep):
+                what = f"n = {n}, k = {k}, {str(dtype)[6:]}"
+                out, launch = recorded(lambda: _call(fn, x, k), n)
+                if isinstance(out, torch.Tensor) and out.numel() and out.data_ptr() == x.data_ptr() and \
+                        not torch.equal(x, keep):
                     raise CheckFailed("`cos_chain` changed its input x: write the result to a new tensor "
                                       "(out = torch.empty_like(x)) and leave x as it was.", "in-place")
-                compare(out, want, name="cos_chain", like=x, wrong_answers=list(_wrong_answers(x, k)))
+                inputs_kept(out, [("x", x, keep)], name="cos_chain", case=what, launch=launch)
+                compare(out, want, name="cos_chain", like=x, wrong_answers=list(_wrong_answers(x, k)), case=what,
+                        launch=launch)
                 result.cases.append(f"{str(dtype)[6:]} n={n} k={k}")
     # The budget: one launch and one read plus one write of every element, whatever k is.
     n = 4096

@@ -1,15 +1,14 @@
 """Checkers for the element-wise exercises: vector_add and scaled_add (lesson 03), bias_gelu."""
 from __future__ import annotations
 
-import contextlib
 import math
 
 import torch
 
-from .. import _interp, trips
+from .. import trips
 from ..environment import DEVICE, INTERPRET, ON_GPU, pick
-from ._core import (CheckFailed, Passed, bounds_check_on_gpu, budget, by, compare, fail, listed, own_kernels, run,
-                    tolerance, unwritten)
+from ._core import (CheckFailed, Passed, budget, by, compare, fail, inputs_kept, listed, own_kernels, run, tolerance,
+                    unwritten, watching_launches)
 
 __all__ = ["vector_add", "scaled_add", "bias_gelu"]
 
@@ -47,31 +46,19 @@ CASES = {
 }
 
 
-@contextlib.contextmanager
-def _grids():
-    """Record the grid of every launch that runs in the (instrumented) interpreter inside the block."""
-    from triton.runtime import interpreter
-    seen: list[tuple] = []
-
-    def listen(_launch):
-        seen.append(tuple(interpreter.interpreter_builder.grid_dim))
-    _interp._listeners.append(listen)
-    try:
-        yield seen
-    finally:
-        _interp._listeners.remove(listen)
+# On a GPU each case is also replayed through the bounds-checked interpreter, which records what the launch
+# did (its arguments, its grid, its stores); the largest size would take the replay seconds, and is skipped.
+REPLAYED_UP_TO = 4096
 
 
-def _pow2(b: int) -> bool:
-    return b >= 1 and b & (b - 1) == 0
-
-
-def _run_in_interpreter(fn, args, *, name: str, n: int, dtype):
-    """Run one case where every load and store is bounds-checked and the grid is recorded: the
-    interpreter itself on a CPU; on a GPU, a replay through it before the real launch."""
-    with _grids() as grids:
+def _run_watched(fn, args, *, name: str, n: int, dtype, translate=None):
+    """Run one case where every load and store is bounds-checked and the launch is recorded: the interpreter
+    itself on a CPU; on a GPU, a replay through it before the real launch. Returns (out, the KernelCall of the
+    one launch, or None)."""
+    replay = ON_GPU and not INTERPRET
+    with watching_launches() as calls:
         try:
-            if ON_GPU and not INTERPRET:
+            if replay and n <= REPLAYED_UP_TO:
                 with trips.counting():
                     out = run(fn, *args, name=name)
             else:
@@ -80,39 +67,14 @@ def _run_in_interpreter(fn, args, *, name: str, n: int, dtype):
             if str(e).startswith("Out-of-bounds"):
                 raise CheckFailed(f"`{name}` with n = {n} ({str(dtype)[6:]}; {n} is not a multiple of your "
                                   f"BLOCK, so the last block is partial): {e}", e.diagnosis) from None
+            if translate is not None:
+                translate(e, f"n = {n}, {str(dtype)[6:]}")
             raise
-    return out, (grids[-1][0] if grids else None)
+    return out, (calls[-1] if len(calls) == 1 else None)
 
 
-def _diagnose_grid(out, n: int, programs: int | None, *, name: str) -> None:
-    """Name the grid or offset mistake behind elements that were never written, when the pattern
-    gives it away."""
-    if programs is None or not isinstance(out, torch.Tensor) or tuple(out.shape) != (n,):
-        return
-    never = unwritten(out).cpu()
-    if not bool(never.any()):
-        return
-    if programs == 0:
-        fail(f"`{name}`: the grid had 0 programs, so nothing ran and all {n} elements were never written. "
-             "n // BLOCK is 0 whenever n < BLOCK: use triton.cdiv(n, BLOCK), which rounds up.", "grid-zero")
-    if bool(never.all()):
-        fail(f"`{name}`: {programs} programs ran but none stored anything: all {n} elements were never "
-             "written. Does the kernel end with tl.store(out_ptr + offsets, result, mask=mask)?", "no-store")
-    written = never.numel() - int(never.sum())
-    if bool(never[written:].all()) and not bool(never[:written].any()):   # a clean prefix was written
-        if written % programs == 0 and _pow2(written // programs):
-            block = written // programs
-            fail(f"`{name}`: the grid is too small. {programs} programs × BLOCK {block} = {written} elements, "
-                 f"but n = {n}: the last {n - written} elements were never written. n // BLOCK rounds down; "
-                 f"the grid needs triton.cdiv(n, BLOCK) = {-(-n // block)} programs.", "grid-too-small")
-        block = written - programs + 1
-        if programs > 1 and _pow2(block):
-            fail(f"`{name}`: the programs overlap. Only elements 0..{written - 1} were written, which is what "
-                 f"{programs} programs of BLOCK {block} cover when program i starts at offset i. Each program "
-                 "must start at its own block: offsets = pid * BLOCK + tl.arange(0, BLOCK).", "overlap")
-
-
-def _check_too_many_programs(n: int, programs: int | None, *, name: str) -> None:
+def _check_too_many_programs(n: int, launch, *, name: str) -> None:
+    programs = launch.programs if launch is not None else None
     if programs is not None and programs >= n:
         fail(f"`{name}`: the answer is right, but the grid launched {programs} programs for n = {n} elements: "
              "one per element. Each program handles a whole block of BLOCK elements, so "
@@ -120,27 +82,31 @@ def _check_too_many_programs(n: int, programs: int | None, *, name: str) -> None
              "still cost a slot on the GPU.", "grid-per-element")
 
 
-def _check_1d(fn, *, name: str, inputs, reference, wrong_answers, tol=None, n_inputs: int = 2) -> Passed:
+def _check_1d(fn, *, name: str, inputs, reference, wrong_answers, tol=None, n_inputs: int = 2,
+              arguments=None, translate=None) -> Passed:
     """The common check of a 1-D element-wise exercise.
 
     inputs(n, dtype, case) -> the arguments; reference(*args) -> the right answer;
     wrong_answers(*args) -> (tensor, message, key) triples; n_inputs: how many of the arguments are
-    n-element tensors (the bytes budget is (n_inputs + 1) * 4 * n for float32)."""
+    n-element tensors (the bytes budget is (n_inputs + 1) * 4 * n for float32); arguments(launch, out, case,
+    *args): the exercise's own rules about what the launch passed, run before the answer is compared;
+    translate(error, case): raises the exercise's own diagnosis of an error the kernel raised, if it has one."""
     result = Passed(name)
     sizes = SIZES
     case = 0
     for dtype in (torch.float32, torch.float16):
         for n in sizes:
             args = inputs(n, dtype, case)
-            if case == 0:
-                out, programs = _run_in_interpreter(fn, args, name=name, n=n, dtype=dtype)
-                _diagnose_grid(out, n, programs, name=name)
-            else:
-                out = run(fn, *args, name=name)
+            what = f"n = {n}, {str(dtype)[6:]}"
+            before = [(label, t, t.clone()) for label, t in zip("xy", args[:n_inputs])]
+            out, launch = _run_watched(fn, args, name=name, n=n, dtype=dtype, translate=translate)
+            inputs_kept(out, before, name=name, case=what, launch=launch)
+            if arguments is not None:
+                arguments(launch, out, what, *args)
             compare(out, reference(*args), name=name, like=args[0], wrong_answers=wrong_answers(*args),
-                    tol=(tol(dtype) if tol else None))
+                    tol=(tol(dtype) if tol else None), case=what, launch=launch)
             if case == 0:
-                _check_too_many_programs(n, programs, name=name)
+                _check_too_many_programs(n, launch, name=name)
             result.cases.append(f"{str(dtype)[6:]} n = {n}")
             case += 1
     n = BUDGET_N
@@ -191,8 +157,49 @@ def scaled_add(fn) -> Passed:
     def tol(dtype):
         # In float16 the kernel may round alpha * x before adding y; allow that one extra rounding.
         return dict(atol=1e-2, rtol=4e-3) if dtype == torch.float16 else tolerance(dtype)
+
+    def arguments(launch, out, what, x, y, alpha):
+        _alpha_as_passed(launch, out, what, x, y, alpha)
     return _check_1d(fn, name="scaled_add", inputs=inputs, reference=reference, wrong_answers=wrong_answers,
-                     tol=tol)
+                     tol=tol, arguments=arguments, translate=_alpha_loaded)
+
+
+def _alpha_loaded(e: CheckFailed, case: str) -> None:
+    """tl.load(alpha): a float where a pointer belongs. The interpreter fails inside tl.load with "'float' object
+    has no attribute 'type'"; a GPU compilation with "Unsupported ptr type fp32". n, the other scalar, is an int."""
+    text = _error_text(e)
+    if "'float' object has no attribute 'type'" in text or ("Unsupported ptr type" in text and "fp32" in text):
+        raise CheckFailed(
+            f"`scaled_add` ({case}): the kernel loads alpha as if it were a pointer (tl.load(alpha)). alpha arrives "
+            "as a number, not as a pointer to one: use it directly (alpha * x), there is nothing to load. "
+            "tl.load takes pointers, such as x_ptr + offsets.", "alpha-loaded") from None
+
+
+def _alpha_as_passed(launch, out, what: str, x, y, alpha: float) -> None:
+    """alpha must reach the kernel as a plain runtime argument, in the parameter that uses it: arguments in
+    another order than the parameters (alpha and n swapped) leave the output to a mask against alpha, and a
+    tl.constexpr alpha gives right numbers but compiles the kernel again for every value."""
+    if launch is None:
+        return
+    params = list(launch.args)
+    holders = [p for p, v in launch.args.items() if isinstance(v, float) and v == alpha]
+    if "alpha" in launch.args and holders and "alpha" not in holders:
+        got = launch.args["alpha"]
+        fail(f"`scaled_add` ({what}): the kernel's parameter `alpha` received {got!r}, and `{holders[0]}` received "
+             f"alpha = {alpha}. The launch passes its arguments in another order than the kernel's parameters "
+             f"({', '.join(params)}): Triton matches them by position, as Python does, so each parameter got the "
+             "other's value" + (f" (the mask compared the offsets with {alpha}, and the elements it let through were "
+                                f"scaled by {got!r})" if holders[0] == "n" else "") +
+             ". Pass them in the order the kernel declares them.", "argument-order")
+    held_as_constant = [p for p in holders if p in launch.constexprs]
+    if held_as_constant and isinstance(out, torch.Tensor) and not bool(unwritten(out).any()):
+        p = held_as_constant[0]
+        fail(f"`scaled_add`: `{p}` is declared tl.constexpr, so alpha = {alpha} was compiled into the kernel as "
+             "a constant. The numbers can be right, but a constexpr is part of what Triton compiles: every new "
+             f"value of alpha compiles a new kernel before it runs (this check's {len(_ALPHAS)} alphas, {len(_ALPHAS)} "
+             "compilations; a training loop whose alpha changes every step, one per step), where a plain "
+             f"parameter is read at run time by one compiled kernel. Declare `{p}` without tl.constexpr; keep "
+             "tl.constexpr for BLOCK, which fixes a shape.", "alpha-constexpr")
 
 
 def _gelu(v: torch.Tensor) -> torch.Tensor:

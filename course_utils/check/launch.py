@@ -8,7 +8,7 @@ from __future__ import annotations
 import torch
 
 from ..environment import DEVICE, pick
-from ._core import Passed, bounds_check_on_gpu, budget, compare, fail, run
+from ._core import Passed, bounds_check_on_gpu, budget, compare, fail, inputs_kept, recorded, run
 
 __all__ = ["tiny_chain"]
 
@@ -62,11 +62,14 @@ def tiny_chain(fn) -> Passed:
         x = torch.randn(n, device=DEVICE) * 2
         before = x.clone()
         ref = chain_reference(x)
-        out = run(fn, x, name="tiny_chain")
-        if not torch.equal(x, before):
+        what = f"n = {n}"
+        out, launch = recorded(lambda: run(fn, x, name="tiny_chain"), n)
+        if isinstance(out, torch.Tensor) and out.numel() and out.data_ptr() == x.data_ptr() and \
+                not torch.equal(x, before):
             fail("`tiny_chain` changed its input x in place: write the result to a new tensor "
                  "(out = torch.empty_like(x)) and leave x as it was.", "in-place")
-        compare(out, ref, name="tiny_chain", like=x, wrong_answers=_wrong_answers(x),
+        inputs_kept(out, [("x", x, before)], name="tiny_chain", case=what, launch=launch)
+        compare(out, ref, name="tiny_chain", like=x, wrong_answers=_wrong_answers(x), case=what, launch=launch,
                 overflow_hint="The chain keeps values near the input's size: is something multiplied where "
                               "it should be added?")
         result.cases.append(f"float32 n={n}")

@@ -13,10 +13,10 @@ import torch
 import torch.nn.functional as F
 
 from .. import bench, targets, trips
-from ..check._core import CheckFailed, compare, fail, listed
+from ..check._core import CheckFailed, compare, compare_each, fail, listed
 from ..environment import DEVICE, INTERPRET, ON_GPU, pick
 from ..targets import TARGETS
-from ._card import Scorecard, _bytes
+from ._card import Scorecard
 
 __all__ = ["flash_backward"]
 EXERCISE = "lab4.flash_backward"     # the name of the lab's hints: a failed row names the one that helps
@@ -33,7 +33,9 @@ PERF_CASES = [(4, 16, 4096, 64, True), (4, 16, 4096, 128, False)]
 
 
 FP32_SHAPE = (1, 2, 40, 16)
-BUDGET_SHAPE = (1, 2, 64, 16)       # fp16, not causal: the backward's launches and bytes
+# fp16, not causal: the backward's launches and bytes, counted at the lab's small case, whose Count cell shows the
+# same budget and the solution's bytes in the same unit, bytes per head
+BUDGET_SHAPE = (1, 2, 64, 32)
 
 
 # What the grader tries, named as the contract names it (tests/test_contracts.py): (name, what it is)
@@ -94,39 +96,63 @@ def _last_block_only(q, k, v, do, causal, block):
             p[..., rows, :].transpose(-1, -2) @ dod[..., rows, :])
 
 
+def _unscaled_scores(q, k, v, do, causal):
+    """dQ, dK, dV with P rebuilt as exp(QKᵀ − lse): the scale left out of S, lse the forward's."""
+    qd, kd, dod, _, dp, delta, keep, scale, _ = _pieces(q, k, v, do, causal)
+    qk = qd @ kd.transpose(-1, -2)
+    lse = torch.logsumexp((qk * scale).masked_fill(~keep, float("-inf")), dim=-1, keepdim=True)
+    p = torch.exp(qk - lse).masked_fill(~keep, 0.0)
+    return _grads(qd, kd, dod, p, p * (dp - delta), scale)
+
+
+# The backward keeps no running max: where its P overflows, S is not the forward's
+OVERFLOW = ("The backward keeps no running max: P = exp(S − lse) is at most 1 when S holds the very scores whose "
+            "log-sum-exp the forward saved, scale·QKᵀ. Larger exponents overflow (past 65,504 in fp16, where P is "
+            "cast for tl.dot, and past about 3.4e38 in fp32), and then inf − inf or 0 · inf gives NaN. Is S "
+            "multiplied by scale = 1/√D before lse is subtracted, in both kernels?")
+# each gradient's label, the names of its accumulator and its pointer in the student's kernels
+_LABELS = (("dQ", "dq", "dq_ptr"), ("dK", "dk", "dk_ptr"), ("dV", "dv", "dv_ptr"))
+
+
 def _wrong(q, k, v, do, causal):
-    """((dq, dk, dv), message, diagnosis key) for the mistakes the lab sees most; an entry None where it is
-    not wrong."""
+    """Per gradient (0 dQ, 1 dK, 2 dV): [(tensor, message, diagnosis key)], the mistakes the lab sees most,
+    each message about that gradient alone (compare_each says which others are wrong too)."""
     qd, kd, dod, p, dp, delta, keep, scale, o = _pieces(q, k, v, do, causal)
     dq, dk, dv = _grads(qd, kd, dod, p, p * (dp - delta), scale)
-    out = [
-        (_grads(qd, kd, dod, p, p * dp, scale)[:2] + (None,),
-         "dS is P·dP: the term − Δ, Δ = rowsum(dO·O), is missing. Softmax's backward subtracts from each "
-         "row of dP its P-weighted mean before multiplying by P: dS = P·(dP − Δ), Δ computed once per row.",
-         "no-delta"),
-        (_grads(qd, kd, dod, p, (dp - delta).masked_fill(~keep, 0.0), scale)[:2] + (None,),
-         "dS is dP − Δ without the factor P: softmax's backward is dS = P·(dP − Δ), elementwise.", "no-p"),
-        ((dq / scale, None, None), f"dQ is √D = {1 / scale:.3g}× too large: the scale is missing. S = scale·QKᵀ, "
-                                    "so dQ = scale·dS·K.", "scale"),
-        ((None, dk / scale, None), f"dK is √D = {1 / scale:.3g}× too large: the scale is missing. S = scale·QKᵀ, "
-                                    "so dK = scale·dSᵀ·Q (and dQ = scale·dS·K: check that one too).", "scale"),
-        ((None, dv, dk), "dK and dV are swapped: return (dq, dk, dv) in the order of (q, k, v).", "swapped"),
-        ((None, None, p @ dod), "dV is P·dO; it is Pᵀ·dO (each key collects from the queries that looked at it).",
-         "dv-not-transposed"),
-    ]
+    per = {0: [], 1: [], 2: []}
+
+    def add(grads, message, key):
+        for i, g in enumerate(grads):
+            if g is not None:
+                per[i].append((g, message(_LABELS[i]) if callable(message) else message, key))
+    add(_grads(qd, kd, dod, p, p * dp, scale)[:2] + (None,),
+        "dS is P·dP: the term − Δ, Δ = rowsum(dO·O), is missing. Softmax's backward subtracts from each "
+        "row of dP its P-weighted mean before multiplying by P: dS = P·(dP − Δ), Δ computed once per row.", "no-delta")
+    add(_grads(qd, kd, dod, p, (dp - delta).masked_fill(~keep, 0.0), scale)[:2] + (None,),
+        "dS is dP − Δ without the factor P: softmax's backward is dS = P·(dP − Δ), elementwise.", "no-p")
+    add((dq / scale, dk / scale, None),
+        lambda lab: f"{lab[0]} is √D = {1 / scale:.3g}× too large: the scale is missing. S = scale·QKᵀ, so "
+                    + ("dQ = scale·dS·K." if lab[0] == "dQ" else "dK = scale·dSᵀ·Q."), "scale")
+    add(_unscaled_scores(q, k, v, do, causal),
+        "P is rebuilt from S without its scale: the forward's lse is the log-sum-exp of scale·QKᵀ (scale = 1/√D), "
+        "so P = exp(scale·QKᵀ − lse); with QKᵀ alone every exponent is √D times too large.", "scale")
+    add((None, dv, dk), lambda lab: f"{lab[0]} holds the values of {'dV' if lab[0] == 'dK' else 'dK'}: in "
+        f"bwd_dkdv_kernel, does the tl.store at {lab[2]} write {lab[1]}?", "swapped")
+    add((None, None, p @ dod), "dV is P·dO; it is Pᵀ·dO (each key collects from the queries that looked at it).",
+        "dv-not-transposed")
     if causal:
         qd2, kd2, dod2, p2, dp2, delta2, _, _, _ = _pieces(q, k, v, do, causal, mask_in_backward=False)
-        out.append((_grads(qd2, kd2, dod2, p2, p2 * (dp2 - delta2), scale),
-                    "the backward has no causal mask: P recomputed as exp(scale·QKᵀ − lse) is nonzero above the "
-                    "diagonal, where the forward gave 0. Mask P (and so dS) with key ≤ query, as the forward "
-                    "did, or skip those blocks.", "causal-bwd"))
+        add(_grads(qd2, kd2, dod2, p2, p2 * (dp2 - delta2), scale),
+            "the backward has no causal mask: P recomputed as exp(scale·QKᵀ − lse) is nonzero above the "
+            "diagonal, where the forward gave 0. Mask P (and so dS) with key ≤ query, as the forward "
+            "did, or skip those blocks.", "causal-bwd")
     for block in (16, 32, 64, 128):
         last = _last_block_only(q, k, v, do, causal, block)
         if last is not None:
-            out.append((last, f"dK and dV hold the contribution of the last block of {block} query rows alone: they "
-                              "are assigned in the loop over query blocks instead of accumulated (dk += ..., "
-                              "stored after the loop).", "not-accumulated"))
-    return out
+            add(last, lambda lab, block=block: f"{lab[0]} holds the contribution of the last block of {block} query "
+                f"rows alone: {lab[1]} is assigned in the loop over query blocks ({lab[1]} = ...) instead of "
+                f"accumulated ({lab[1]} += ..., stored after the loop).", "not-accumulated")
+    return per
 
 
 def _run(fn, q, k, v, do, causal):
@@ -176,12 +202,25 @@ def _check_case(card, fn, name, shape, dtype, causal, gen):
     except CheckFailed as e:
         raise CheckFailed(f"{e}\nThe forward is the lab's, given: did an edit of the forward kernel or of "
                           "FlashAttention.forward break it?", e.diagnosis) from None
+    if _swapped(dk, dv, rdk, rdv, dtype):
+        # the launcher is given and returns (dq, dk, dv) in order: the swap is in the student's stores
+        fail(f"`{what}`: dK and dV are swapped: dK holds the values of dV (Pᵀ·dO) and dV those of dK (scale·dSᵀ·Q). "
+             "The launcher, given, returns them as your kernel stored them: at the end of bwd_dkdv_kernel, does "
+             "the tl.store at dk_ptr write dk, and the one at dv_ptr dv?", "swapped")
     wrong = _wrong(q, k, v, do, causal)
-    for i, (got, ref, label) in sorted(enumerate([(dq, rdq, "dQ"), (dk, rdk, "dK"), (dv, rdv, "dV")]),
-                                       key=lambda e: -e[0]):   # dV first: it needs P alone
-        compare(got, ref.to(dtype), name=f"{what}, {label}", like=q, tol=_tol(dtype, ref),
-                wrong_answers=[(w[i].to(dtype), msg, key) for w, msg, key in wrong if w[i] is not None])
+    # dV first: it needs P alone, so its diagnosis is the nearest to the cause
+    compare_each([(got, ref.to(dtype), label, dict(like=q, tol=_tol(dtype, ref), overflow_hint=OVERFLOW,
+                                                    overflow_key="scale",
+                                                    wrong_answers=[(w.to(dtype), msg, key) for w, msg, key in wrong[i]]))
+                  for i, (got, ref, label) in reversed(list(enumerate([(dq, rdq, "dQ"), (dk, rdk, "dK"),
+                                                                       (dv, rdv, "dV")])))], name=what)
 
+
+def _swapped(dk, dv, rdk, rdv, dtype) -> bool:
+    def near(a, b):
+        return isinstance(a, torch.Tensor) and a.shape == b.shape and a.dtype == dtype and bool(
+            torch.isclose(a.double(), b.to(dtype).double(), **_tol(dtype, b)).all())
+    return near(dk, rdv) and near(dv, rdk) and not near(dk, rdk)
 
 
 def flash_backward(fn):
@@ -216,30 +255,37 @@ def flash_backward(fn):
     return card.finish()
 
 
+def per_head(n_bytes: float, heads: int) -> str:
+    """Bytes per (batch, head), the one unit the lab and its grader show a budget in: "83,968 B per head"."""
+    return f"{n_bytes / heads:,.0f} B per head"
+
+
 def _budget(card, fn, name):
     # per (batch, head): q, k, v, o, dO read and dq, dk, dv written are 8 of N×D each; recomputing P in
     # two kernels (one for dK, dV, one for dQ) reads q, k, v, dO twice: 13·N·D·s in all. The budget
     # allows 20·N·D·s (room for an fp32 dQ accumulator) and 32 bytes per row (lse, Δ): an N×N matrix
     # in memory, P or dS, is 4·N² bytes per head and does not fit.
     b, h, n, d = BUDGET_SHAPE
+    heads = b * h
     q, k, v, do = _inputs((b, h, n, d), torch.float16, torch.Generator().manual_seed(1))
     s, t_el, rows = 2, b * h * n * d, b * h * n
     budget = 20 * t_el * s + 32 * rows
     with card.criterion("the backward's bytes: no N×N matrix in memory",
-                        target=f"≤ {_bytes(budget)} + 5 %, ≤ 4 launches"):
+                        target=f"≤ {per_head(budget, heads)} (20·s·N·D + 32·N at N = {n}, D = {d}) + 5 %, "
+                               "≤ 4 launches"):
         qq, kk, vv = (x.detach().requires_grad_() for x in (q, k, v))
         o = card.call(fn, qq, kk, vv, False, name=name)
         tr = trips.count(lambda: torch.autograd.grad(o, (qq, kk, vv), do))
-        card.measured(f"{tr.launches} launches, {_bytes(tr.bytes)}")
+        card.measured(f"{tr.launches} launches, {per_head(tr.bytes, heads)}")
         problems, keys = [], []
         if tr.bytes_written < 3 * t_el * s:
-            problems.append(f"the backward wrote {_bytes(tr.bytes_written)}; dQ, dK and dV alone are "
-                            f"{_bytes(3 * t_el * s)}: do the kernels store all three (are they written yet)?")
+            problems.append(f"the backward wrote {per_head(tr.bytes_written, heads)}; dQ, dK and dV alone are "
+                            f"{per_head(3 * t_el * s, heads)}: do the kernels store all three (are they written yet)?")
             keys.append("unwritten")
         if tr.bytes > budget * 1.05:
-            problems.append(f"the backward moved {_bytes(tr.bytes)}; the budget is {_bytes(budget)}, "
-                            f"{_bytes(budget * 1.05)} with its 5 % slack. An N×N matrix "
-                            f"per head (P or dS, {_bytes(4 * n * n * b * h)} in fp32 here) seems to go to memory: "
+            problems.append(f"the backward moved {per_head(tr.bytes, heads)}; the budget is {per_head(budget, heads)}, "
+                            f"{per_head(budget * 1.05, heads)} with its 5 % slack. An N×N matrix "
+                            f"per head (P or dS, {4 * n * n:,} B per head in fp32 here) seems to go to memory: "
                             "recompute P from Q, K and the saved lse inside the kernel, block by block.")
             keys.append("bytes")
         if not any(kk_.kind == "triton" for kk_ in tr.kernels):

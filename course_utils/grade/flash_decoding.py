@@ -22,7 +22,7 @@ from .. import bench, capability, targets, trips
 from ..targets import TARGETS
 from ..check._core import CheckFailed, compare, fail, run
 from ..environment import DEVICE, INTERPRET, ON_GPU, pick
-from ._card import Scorecard, _bytes
+from ._card import Scorecard, _bytes, diagnose_crash
 
 __all__ = ["flash_decoding"]
 
@@ -50,7 +50,7 @@ BUDGET_SHAPE = (1, 8, 2, 320, 64)
 SCORES_SHAPE = (1, 2, 1, 8192, 16)
 # Targets: course_utils/targets.py ("lab5.*"), each a ratio to a reference timed in the same run on this GPU: at
 # B = 1 a kernel that only reads the same K and V bytes, and SDPA; at B = 8, 32, 64 SDPA (parity within its
-# tolerance where SDPA is at the copy ceiling). docs/gpu-results/issue20-targets.md has the H100 and H200 runs.
+# tolerance where SDPA is at the copy ceiling). docs/gpu-results/targets-per-gpu-2026-11-26.md has the H100 and H200 runs.
 PERF_HEADS = (32, 8, 128)            # H, H_kv, D: an 8B-class Llama
 PERF_N = 8192
 SDPA_BATCHES = (8, 32, 64)
@@ -321,8 +321,11 @@ def _bad_inputs(card, fn, name):
         except NotImplementedError as e:
             fail(f"`{name}` is still the stub ({e}).", "stub")
         except Exception as e:  # noqa: BLE001
-            fail(f"`{name}` raised {type(e).__name__} for {what}: {str(e).strip()[:160]}. Check the inputs before any "
-                 "kernel runs and raise ValueError with a sentence that says what is wrong.", "bad-input")
+            # Only the refusal the contract asks for, a ValueError, is recognised. Anything else is a crash, whose
+            # cause nobody recognised: it gets no key, so no hint (hint 2, the contract's edges, would send a
+            # function that crashes on every call to the wrong place)
+            fail(f"`{name}`, given {what}: {diagnose_crash(e)}\nThe contract asks for a ValueError raised before any "
+                 "kernel runs; this is another error, from inside.", None)
         else:
             fail(f"`{name}` accepted {what}: it should raise ValueError before launching anything (a kernel handed "
                  "such shapes reads outside its tensors or returns nonsense).", "bad-input")
