@@ -14,7 +14,7 @@ value = the reference's time / yours, so 1.0 is "as fast as the reference" and 0
 Where the reference already moves its bytes at the copy ceiling (ref_share >= AT_CEILING), nothing is left to
 beat it by: a target with a tolerance then passes at parity within it (value >= 1 - tolerance), and says so.
 
-Every number in TARGETS says where it comes from (`why`); docs/gpu-results/issue20-targets.md has the runs on
+Every number in TARGETS says where it comes from (`why`); docs/gpu-results/targets-per-gpu-2026-11-26.md has the runs on
 the H100 and the H200 it was chosen from. Under the interpreter nothing is judged: rows say "not measured".
 """
 from __future__ import annotations
@@ -96,8 +96,9 @@ def _ms(ms: float) -> str:
 
 
 # The targets, each chosen from what the course's reference solution reached on BOTH the H100 and the H200 with
-# a margin, and from what the reference itself reaches (docs/gpu-results/issue20-targets.md has the runs).
+# a margin, and from what the reference itself reaches (docs/gpu-results/targets-per-gpu-2026-11-26.md has the runs).
 COPY = "the copy ceiling"
+DECODE_RIVAL = 'torch.compile(mode="reduce-overhead")'   # lab 6's rival: model.step compiled, its CUDA graphs on
 TARGETS: dict[str, Target] = {
     # lessons' goal lines (bench.Report.verdict): a bare stream of the same bytes, and the rival (torch.compile)
     "lesson.of_stream": Target("a bare copy of the same bytes", 0.85,
@@ -120,11 +121,16 @@ TARGETS: dict[str, Target] = {
     "lab5.vs_sdpa": Target("SDPA", 1.0, tolerance=0.01,
                            why="at B >= 8 SDPA streams the cache near the ceiling; a tie within the timing's noise "
                                "(about ±0.5 %) passes where it is at the ceiling"),
-    # lab 6: the ideal step (the weights and the cache at the copy ceiling measured on this GPU)
-    "lab6.b1": Target("the ideal step (weights and cache at the copy ceiling)", 0.70, percent=True, ceiling=True,
-                      why="solution: H100 82 %, H200 76 % (tuned tiles and splits)"),
-    "lab6.b16": Target("the ideal step (weights and cache at the copy ceiling)", 0.78, percent=True, ceiling=True,
-                       why="solution: H100 87 %, H200 83-84 % (tuned tiles and splits)"),
+    # lab 6: the eager step compiled by torch.compile with its CUDA graphs, timed beside the student's step. A share
+    # of the ideal step was the bar before, and reduce-overhead alone met it (H100: 74-75 % at B = 1, 83 % at B = 16)
+    "lab6.b1": Target(DECODE_RIVAL, 1.0,
+                      why="the solution's step over reduce-overhead's, both timed in one run: H100 1.10x (742 vs 813 "
+                          "µs, 2026-11-26) and 1.07x (750 vs 803 µs, 2026-11-24), H200 1.08x (570 vs 618 µs): at B = 1 "
+                          "fused kernels in one graph must at least match the compiler's graphs"),
+    "lab6.b16": Target(DECODE_RIVAL, 0.97,
+                       why="the solution: H100 1.04x (1,090 vs 1,139 µs) and 1.03x (1,090 vs 1,123 µs), H200 1.05x "
+                           "(800 vs 839 µs); both stream the same weights and caches at 79-87 % of the ideal step, so "
+                           "parity within 3 % passes, the lessons' bar against torch.compile"),
     # lab 1 (SwiGLU) and lab 2 (add + RMSNorm): shares of the copy ceiling
     "lab1.of_copy": Target(COPY, 0.90, percent=True, ceiling=True, why="solution 100 % on the H100 and the H200"),
     "lab2.fwd_of_copy": Target(COPY, 0.90, percent=True, ceiling=True, why="solution 98 % H100, 97 % H200"),

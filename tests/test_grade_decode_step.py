@@ -65,3 +65,74 @@ def test_a_step_with_eager_pieces_is_over_the_kernel_budget():
     row = next(r for r in card.rows if r.name == "kernels per step")
     assert row.status == FAILED and "kernels per step for 2 layers" in row.diagnosis, card.text()
     assert all(r.status != FAILED for r in card.rows if r is not row)
+
+
+# --- the performance rows: the rival is torch.compile(mode="reduce-overhead"), timed beside the step ------------------
+from course_utils.grade import _card                          # noqa: E402
+from course_utils.grade._card import NOT_MEASURED, Scorecard  # noqa: E402
+from course_utils.targets import TARGETS                      # noqa: E402
+
+RIVAL = 'torch.compile(mode="reduce-overhead")'
+
+
+def _perf_rows(fn=k.step):
+    card = Scorecard("lab 6, performance only")
+    dsg._performance(card, fn, "decode_step")
+    return card.rows
+
+
+@pytest.mark.skipif(dsg.ON_GPU and not dsg.INTERPRET, reason="on a GPU these rows time the step")
+def test_on_the_cpu_the_performance_rows_are_not_measured_and_name_the_rival():
+    rows = _perf_rows()
+    assert [r.status for r in rows] == [NOT_MEASURED, NOT_MEASURED]
+    assert all("no GPU here" in r.diagnosis and RIVAL in r.name and RIVAL in r.target for r in rows), rows
+    assert all(not TARGETS[key].ceiling and TARGETS[key].reference == RIVAL for _, _, key in dsg.PERF)
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch):
+    """The performance rows as a GPU would judge them, on fake times: {b: (yours ms, the rival's ms)}."""
+    for module in (dsg, _card):
+        monkeypatch.setattr(module, "ON_GPU", True)
+        monkeypatch.setattr(module, "INTERPRET", False)
+    times = {}
+
+    def time_both(fn, b, context, dtype):
+        got = times[b]
+        if isinstance(got, Exception):
+            raise got
+        return got[0], got[1], 0.6 * got[1]
+    monkeypatch.setattr(dsg, "_time_both", time_both)
+    return times
+
+
+def test_a_step_ahead_of_the_compiled_one_passes_and_the_row_names_the_rivals_time(fake_gpu):
+    fake_gpu.update({1: (0.742, 0.813), 16: (1.090, 1.139)})        # the solution on the H100, 2026-11-26
+    rows = _perf_rows()
+    assert [r.status for r in rows] == [PASSED, PASSED], rows
+    assert f"{RIVAL} 813.0 µs" in rows[0].measured and "yours 742.0 µs" in rows[0].measured, rows[0].measured
+    assert "1.1× the speed of" in rows[0].measured and "torch.compile's 60%" in rows[0].measured
+
+
+@pytest.mark.parametrize("b1, b16, failed", [
+    ((0.95, 0.813), (1.09, 1.139), "B = 1"),     # the step launched from Python, no graph: slower than the compiler's
+    ((0.80, 0.813), (1.20, 1.139), "B = 16"),    # 5 % behind at B = 16: past the 3 % of parity
+])
+def test_a_step_behind_the_compiled_one_fails_with_the_likely_causes(fake_gpu, b1, b16, failed):
+    fake_gpu.update({1: b1, 16: b16})
+    rows = _perf_rows()
+    bad = [r for r in rows if r.status == FAILED]
+    assert len(bad) == 1 and bad[0].name.startswith(failed + ","), rows
+    assert "NOT met" in bad[0].diagnosis and "is the step captured in a CUDA graph?" in bad[0].diagnosis
+
+
+def test_parity_within_three_percent_passes_at_b16_but_not_at_b1(fake_gpu):
+    fake_gpu.update({1: (0.83, 0.813), 16: (1.17, 1.139)})          # both 2-3 % behind
+    assert [r.status for r in _perf_rows()] == [FAILED, PASSED]
+
+
+def test_a_rival_that_cannot_compile_leaves_the_row_unjudged_and_a_crash_of_yours_fails_it(fake_gpu):
+    fake_gpu.update({1: dsg._NoRival("RuntimeError: no compiler here"), 16: RuntimeError("an illegal tile")})
+    rows = _perf_rows()
+    assert rows[0].status == NOT_MEASURED and "no rival to time yours against" in rows[0].diagnosis, rows[0]
+    assert rows[1].status == FAILED and "crashed: RuntimeError: an illegal tile" in rows[1].diagnosis, rows[1]
