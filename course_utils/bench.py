@@ -54,8 +54,8 @@ def datasheet_ceilings(name: str, *, tensor_cores: bool | None = None) -> Ceilin
                          "Measure the card at hand with bench.ceilings() instead.")
     if tensor_cores is None:
         tensor_cores = capability.plan(card.cc).tensor_cores
-    rate = (f"{card.tensor_tflops:g} TFLOP/s dense fp16 tensor-core math" if tensor_cores else
-            f"{card.fp32_tflops:g} TFLOP/s fp32 math (tl.dot without tensor cores)")
+    rate = (f"{card.tensor_tflops:g} TFLOP/s fp16 matrix math on the tensor cores" if tensor_cores else
+            f"{card.fp32_tflops:g} TFLOP/s fp32 math (Triton's matrix products run without tensor cores here)")
     return Ceilings(device=card.name, copy_gbps=float(card.bandwidth_gbps),
                     matmul_tflops=float(card.tensor_tflops if tensor_cores else card.fp32_tflops), measured=False,
                     source=f"datasheet figures, not measured: {card.name}, {card.bandwidth_gbps:g} GB/s, {rate} "

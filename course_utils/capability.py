@@ -203,18 +203,20 @@ def plan(cc: tuple[int, int] | None | str = "current", name: str | None = None) 
 
     changes = []
     if not bf16:
-        changes.append("fp16/fp32 only, no bf16")
+        changes.append("fp16 and fp32 only, no bf16")
     if not tensor_cores:
-        changes.append("tl.dot without tensor cores")
+        changes.append("matrix products on the ordinary fp32 units (no tensor cores that Triton can use "
+                       + ("on this GPU)" if gpu else "without a GPU)"))
     if not gpu:
-        changes.append("matmul tiles sized for a T4")
+        changes.append("smaller blocks of the matrices, sized for a T4")
     elif cc not in SMEM_PER_BLOCK:
-        changes.append(f"matmul tiles for the portable {PORTABLE_SMEM // KIB} KiB of shared memory "
-                       "(this GPU is not in the course's table)")
+        changes.append(f"smaller blocks of the matrices, sized for the {PORTABLE_SMEM // KIB} KiB of on-chip "
+                       "scratch memory most GPUs have (this GPU is not in the course's table)")
     elif smem < SMEM_PER_BLOCK[REFERENCE_CC]:
-        changes.append(f"smaller matmul tiles ({smem // KIB} KiB shared memory per block vs 227)")
+        changes.append(f"smaller blocks of the matrices ({smem // KIB} KiB of on-chip scratch memory for each "
+                       "piece of work, against the H100's 227)")
     if not hopper:
-        changes.append("no Hopper-only paths (TMA, wgmma)")
+        changes.append("none of the features only the H100's generation of GPUs (Hopper) has")
     if not gpu:
         who = "Triton's CPU interpreter (no GPU)"
     else:

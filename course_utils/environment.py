@@ -104,11 +104,11 @@ def traps() -> list[str]:
     """Known ways this machine will surprise a student, in plain words."""
     notes = []
     if INTERPRET:
-        notes.append("Triton runs in its CPU interpreter (TRITON_INTERPRET=1): kernels execute as NumPy, "
-                     "so wall-clock times mean nothing here. The course measures bytes and launches instead "
-                     "and shows a labelled model of GPU time.")
-        notes.append("Under the interpreter tl.dot on bf16 is not faithful and libdevice.tanh is missing: "
-                     "the CPU checks use fp16/fp32.")
+        notes.append("No GPU here: kernels run on this CPU, simulated one step at a time in Python "
+                     "(TRITON_INTERPRET=1), so their times mean nothing. The course counts bytes and launches "
+                     "instead, and shows GPU times from a model, labelled MODEL.")
+        notes.append("The simulation covers what the lessons need: their checks use fp16 and fp32 (it rounds "
+                     "bf16 matrix products unlike a GPU, and lacks a few math functions such as tanh).")
     # What a GPU other than the course's H100 changes (a T4: no bf16, no tensor cores in tl.dot, ...)
     # is decided in capability, which builds on this module: hence the import here, not at the top.
     from . import capability

@@ -34,7 +34,8 @@ class GPU:
     bandwidth_gbps: float       # memory bandwidth, GB/s (1e9 bytes/s)
     tensor_tflops: float        # dense fp16 tensor-core math with fp32 accumulation, TFLOP/s (no sparsity)
     fp32_tflops: float          # plain fp32 FMA math, TFLOP/s: what a T4's tl.dot runs at (no tensor cores)
-    l2_mb: float                # L2 cache, MB
+    l2_mb: float                # L2 cache in MiB (2**20 bytes): the whitepapers' "MB" for an L2 is binary
+                                # (an H100's 50 MB is the 50 MiB its driver reports), so every user scales by 2**20
     source: str                 # the datasheet (or whitepaper) these figures come from
 
     @property
@@ -54,25 +55,26 @@ KNOWN = (
         _T.format("A10 Tensor Core GPU") + " (125 TFLOP/s FP16/BF16 tensor, 31.2 TFLOP/s FP32, 600 GB/s GDDR6); "
         "72 SMs and the 6 MB L2 from the Ampere GA102 whitepaper, approximate"),
     GPU("NVIDIA L4", "L4", (8, 9), 58, 24, 300, 121, 30.3, 48,
-        _T.format("L4 Tensor Core GPU") + " (242 TFLOP/s FP16 tensor with sparsity, so 121 dense; 30.3 TFLOP/s "
-        "FP32; 300 GB/s GDDR6); 58 SMs and 48 MB L2 from the Ada (AD104) whitepaper, approximate"),
+        _T.format("L4 Tensor Core GPU") + " (121 TFLOP/s fp16 on the tensor cores: the datasheet's 242 counts a sparse-matrix "
+        "trick; 30.3 TFLOP/s fp32; 300 GB/s GDDR6); 58 SMs and 48 MB L2 from the Ada (AD104) whitepaper, approximate"),
     *(GPU(f"NVIDIA A100 {mem}GB {form}", f"A100 {mem}GB {form}", (8, 0), 108, mem, bw, 312, 19.5, 40,
           _T.format("A100 Tensor Core GPU") + f" ({mem}GB {form}: {bw:,} GB/s {hbm}, 312 TFLOP/s FP16 tensor, "
           "19.5 TFLOP/s FP32); 108 SMs and 40 MB L2 from the A100 architecture whitepaper")
       for mem, form, bw, hbm in ((40, "PCIe", 1555, "HBM2"), (40, "SXM", 1555, "HBM2"), (80, "PCIe", 1935, "HBM2e"),
                                  (80, "SXM", 2039, "HBM2e"))),
     GPU("NVIDIA H100 PCIe", "H100 PCIe", (9, 0), 114, 80, 2000, 756, 51, 50,
-        _T.format("H100 Tensor Core GPU") + " (H100 PCIe: 2 TB/s HBM2e, 1,513 TFLOP/s FP16 tensor with "
-        "sparsity, so 756 dense; 51 TFLOP/s FP32); 114 SMs and 50 MB L2 from the Hopper architecture whitepaper"),
+        _T.format("H100 Tensor Core GPU") + " (H100 PCIe: 2 TB/s of HBM; 756 TFLOP/s fp16 on the tensor "
+        "cores: the datasheet's 1,513 counts a sparse-matrix trick; 51 TFLOP/s fp32); 114 SMs and 50 MB L2 from the Hopper architecture whitepaper"),
     GPU("NVIDIA H100 NVL", "H100 NVL", (9, 0), 132, 94, 3900, 835, 60, 50,
-        _T.format("H100 Tensor Core GPU") + " (H100 NVL: 3.9 TB/s HBM3, 94 GB, 1,671 TFLOP/s FP16 tensor with "
-        "sparsity, so 835 dense; 60 TFLOP/s FP32); SM count and L2 approximate"),
+        _T.format("H100 Tensor Core GPU") + " (H100 NVL: 3.9 TB/s of HBM, 94 GB; 835 TFLOP/s fp16 on the "
+        "tensor cores: the datasheet's 1,671 counts a sparse-matrix trick; 60 TFLOP/s fp32); SM count and L2 approximate"),
     GPU("NVIDIA H100 SXM", "H100 SXM", (9, 0), 132, 80, 3350, 989, 67, 50,
-        _T.format("H100 Tensor Core GPU") + " (H100 SXM: 3.35 TB/s HBM3, 1,979 TFLOP/s FP16 tensor with "
-        "sparsity, so 989 dense; 67 TFLOP/s FP32); 132 SMs and 50 MB L2 from the Hopper architecture whitepaper"),
-    GPU("NVIDIA H200", "H200", (9, 0), 132, 141, 4800, 989, 67, 50,
-        _T.format("H200 Tensor Core GPU") + " (H200 SXM: 4.8 TB/s HBM3e, 141 GB, 1,979 TFLOP/s FP16 tensor with "
-        "sparsity, so 989 dense; 67 TFLOP/s FP32); SMs and L2 as the H100 SXM's (the same GH100 chip)"),
+        _T.format("H100 Tensor Core GPU") + " (H100 SXM: 3.35 TB/s of HBM; 989 TFLOP/s fp16 on the tensor "
+        "cores: the datasheet's 1,979 counts a sparse-matrix trick; 67 TFLOP/s fp32); 132 SMs and 50 MB L2 from the Hopper architecture whitepaper"),
+    GPU("NVIDIA H200", "H200", (9, 0), 132, 141, 4800, 989, 67, 60,
+        _T.format("H200 Tensor Core GPU") + " (H200 SXM: 4.8 TB/s of HBM, 141 GB; 989 TFLOP/s fp16 on the "
+        "tensor cores: the datasheet's 1,979 counts a sparse-matrix trick; 67 TFLOP/s fp32); SMs as the H100 SXM's; L2 60 MiB as its driver reports it "
+        "(torch's L2_cache_size), the datasheet states none"),
     GPU("NVIDIA GeForce RTX 3060", "RTX 3060", (8, 6), 28, 12, 360, 25.6, 12.7, 3,
         "NVIDIA GeForce RTX 3060 specifications (360 GB/s, 12 GB); SMs, FP32 and the FP16-with-FP32-accumulate "
         "tensor rate approximate, from the Ampere GA102/GA106 whitepaper's per-SM rates"),
