@@ -11,7 +11,7 @@
   after them must still run and every output must render. nbval cannot see this path: it runs
   headless, where a prediction takes its default at once.
 
-What this module no longer does, and what covers it (issue 14: a notebook run twice for the same reason
+What this module no longer does, and what covers it (CONTRIBUTING: a notebook run twice for the same reason
 is run once): it used to Run All every solution. A solution's code is its filled student notebook's
 (they differ by the hints cell), and tests/test_live_path.py runs every filled student notebook live,
 predictions waiting, in a kernel like JupyterLab's, and checks that every cell ran without error; that

@@ -5,7 +5,7 @@ at once. A student or an instructor runs them live: the predict widgets are disp
 click, and Run All goes past them with no guess committed. Every student notebook, with its stubs written
 (the solution's code, as a student has it once done), must survive that twice over in one kernel with the
 same result. The solutions differ from these by their hints cells (markdown there, a button here) and any
-cell tagged solution-only. This is the live Run All of every notebook (issue 14: a notebook run twice for
+cell tagged solution-only. This is the live Run All of every notebook (CONTRIBUTING: a notebook run twice for
 the same reason is run once): tests/test_browser.py no longer runs every solution, only the few whose Run
 All shows every kind of live output in a real frontend, so for the others this is the only live run. It is
 also the live path on a GPU (tools/gpu_run.py runs the tests with -m "not browser")."""

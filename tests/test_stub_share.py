@@ -57,7 +57,7 @@ def test_the_measure_counts_what_the_student_sees():
 
 
 def test_a_worked_example_sections_before_the_exercise_counts():
-    """Issue 21: the old measure started at the exercise's section, so lesson 08's walking kernel, shown in
+    """The old measure started at the exercise's section, so lesson 08's walking kernel, shown in
     its Predict section, went uncounted (79% of the solution). The whole notebook counts now."""
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
