@@ -5,6 +5,8 @@
     python3 tools/compile_targets.py --write         ...and write it to docs/gpu-results/compile-targets.md
     python3 tools/compile_targets.py --targets 7.5   only some targets; --json FILE: the raw results
     python3 tools/compile_targets.py --ci            what CI compiles (the test's selection, see child())
+    python3 tools/compile_targets.py --ci --write    ...and refresh compile-targets.md and compile-targets.json
+    python3 tools/compile_targets.py --ci --fresh    run every notebook again, trusting no earlier verdict
 
 Triton compiles for a target it does not have: triton.compile(src, target=GPUTarget("cuda", 75, 32)) runs
 the whole pipeline down to a cubin (ptxas included) on a CPU. What is hard is knowing *what* a notebook
@@ -25,12 +27,25 @@ Then each distinct (kernel, signature, constexprs, options) is compiled for the 
 on-disk cache under build/triton-cache, and judged: does it compile, does its shared memory fit what the
 target grants a block, does it use a dtype the target's plan forbids (bf16 on a T4). Registers and spills
 are read from the cubin (cuobjdump -res-usage). tests/test_compile_targets.py runs this in CI.
+
+Each notebook runs in a process of its own (forked once the stand-in is set up), as in a fresh Jupyter kernel, so
+what it launches does not depend on the notebooks before it, and one notebook can be judged again alone.
+
+Running the notebooks and compiling what they launch takes minutes a target on two cores, so --ci keeps what it
+judged: per target and per source, keyed by a fingerprint of everything that decides the launches and their
+compilation (the notebook's code cells, not its markdown; every course_utils/**/*.py; this file; the Triton and
+torch versions).
+A later --ci run trusts an entry whose fingerprint matches and runs only the notebooks that changed.
+`--ci --write` writes them beside the table (COMMITTED, to be committed with it); every --ci run also keeps its own
+in LOCAL (build/, not committed), so `--ci --write` right after the test suite ran takes seconds.
 """
 from __future__ import annotations
 
 import argparse
 import concurrent.futures
 import hashlib
+import importlib.metadata
+import importlib.util
 import json
 import linecache
 import os
@@ -46,6 +61,10 @@ SOURCES = ["solutions", "solutions/labs"]
 CACHE = ROOT / "build" / "triton-cache"
 TABLE = ROOT / "docs" / "gpu-results" / "compile-targets.md"             # --ci --write
 TABLE_FULL = ROOT / "docs" / "gpu-results" / "compile-targets-full.md"   # --write: registers and spills too
+COMMITTED = ROOT / "docs" / "gpu-results" / "compile-targets.json"        # --ci --write: the verdicts and their keys
+LOCAL = ROOT / "build" / "compile-targets.json"                           # every --ci run: the same, not committed
+GRADER = "course_utils/grade/flash_decoding.py"   # a source that is not a notebook: its _bare_read_ms launches read_kv
+REFRESH = "python3 tools/compile_targets.py --ci --write"
 # The supported GPUs: compute capability -> the cards it stands for
 TARGETS = {(7, 5): "T4", (8, 0): "A100", (8, 6): "A10 / RTX 30xx", (8, 9): "L4 / RTX 40xx", (9, 0): "H100 / H200"}
 # Launches not judged, and why: (notebook, kernel, a piece of its constexprs) -> the reason
@@ -335,37 +354,17 @@ def _uses_dot(fn) -> bool:
                                       if type(g).__name__ == "JITFunction" and g.__name__ in fn.src)
 
 
-def child(cc, ci: bool = False) -> dict:
-    """Play a `cc` GPU: run every solution, compile what it launched. Returns the rows, as JSON.
+def sources(root: Path = ROOT) -> list[str]:
+    """What the stand-in runs, in order: every solution notebook, then the grader that launches a kernel of its own."""
+    return [p.relative_to(root).as_posix() for folder in SOURCES for p in sorted((root / folder).glob("*.ipynb"))] \
+        + [GRADER]
 
-    ci: the selection CI can afford on two cores: kernels that multiply tiles (tl.dot: what the shared memory,
-    the tensor cores and the tiles of each target decide) at every launch for every target, once per set of tiles
-    (a launch that differs only in boolean flags is not compiled again), KNOWN_FAILURES not again; the others (1-D
-    blocks, the same code on every target) once per kernel and dtype, for the smallest target (sm_75) only;
-    the bf16 rule for every launch; and it stops at Triton's LLVM IR (the shared memory is known by then;
-    registers and spills are not). `python3 tools/compile_targets.py` (no --ci) compiles every launch down to the cubin."""
-    global COMPILE_SECONDS, PTX_ONLY
-    if ci:
-        COMPILE_SECONDS, PTX_ONLY = CI_COMPILE_SECONDS, True
-    cc = tuple(cc)
-    launches, where = _stand_in(cc)
-    t0 = time.perf_counter()
-    _course_as(cc)
-    import triton
+
+def _judge(launches, cc, ci: bool) -> list[dict]:
+    """Compile (CI: a selection of) the distinct launches of one source for `cc` and judge each; the rows."""
     from triton.backends.compiler import GPUTarget
     from course_utils import capability
     plan = capability.plan(cc)
-    stopped = {}
-    for folder in SOURCES:
-        for path in sorted((ROOT / folder).glob("*.ipynb")):
-            stopped[path.name] = _run_notebook(path, where)
-    where["at"] = "course_utils/grade/flash_decoding.py _bare_read_ms"
-    try:
-        _grader_kernels()
-    except Exception as e:  # noqa: BLE001
-        stopped["grader read_kv"] = [f"{type(e).__name__}: {e}"]
-    captured = time.perf_counter() - t0
-
     target = GPUTarget("cuda", cc[0] * 10 + cc[1], 32)
     forbidden = {"bf16"} if not plan.bf16 else set()
     rows, seen, compiled_once, compiled_shapes = [], {}, set(), set()
@@ -427,29 +426,238 @@ def child(cc, ci: bool = False) -> dict:
             print(f"{row['seconds']:6.1f} s  compile {name} {dtypes} {consts}", file=sys.stderr, flush=True)
     for row in rows:
         row["sites"] = sorted(row["sites"])
-    return {"target": cc_name(cc), "cc": list(cc), "rows": rows, "stopped": stopped,
-            "capture_seconds": round(captured, 1), "seconds": round(time.perf_counter() - t0, 1),
+    return rows
+
+
+def _one_source(source: str, launches: list, where: dict, cc, ci: bool) -> dict:
+    """Run one source in the stand-in and judge what it launched (called in a forked process of its own)."""
+    t0 = time.perf_counter()
+    loaded = set(sys.modules)
+    if source == GRADER:
+        where["at"] = f"{GRADER} _bare_read_ms"
+        try:
+            _grader_kernels()
+            stopped = []
+        except Exception as e:  # noqa: BLE001
+            stopped = [f"{type(e).__name__}: {e}"]
+    else:
+        stopped = _run_notebook(ROOT / source, where)
+    captured = time.perf_counter() - t0
+    imported = [m for m in sys.modules if m not in loaded]   # in the order they were imported
+    rows = _judge(launches, cc, ci)
+    return {"rows": rows, "stopped": stopped, "capture_seconds": round(captured, 1),
+            "seconds": round(time.perf_counter() - t0, 1), "imported": imported}
+
+
+def _import(names: list[str]) -> None:
+    """Import what a source imported, so that the next fork starts with it: a module imported fresh is the same
+    module whichever process imports it, and a notebook's first `trips.compile` or `bench` pulls in torch's
+    compiler stack (seconds: 1,600 modules), which 17 sources x 5 targets would otherwise import again each."""
+    import importlib
+    for name in names:
+        if name not in sys.modules:
+            try:
+                importlib.import_module(name)
+            except Exception:  # noqa: BLE001  (an alias or a module that cannot be imported alone: left to the source)
+                pass
+
+
+def _forked(work) -> dict:
+    """work() in a forked process (a fresh namespace, like a new Jupyter kernel: nothing one notebook leaves in the
+    course's modules or Triton's caches reaches the next); its JSON-able result, or {"error": ...}."""
+    import multiprocessing
+    import traceback
+    ctx = multiprocessing.get_context("fork")
+    recv, send = ctx.Pipe(duplex=False)
+
+    def main():
+        try:
+            send.send(work())
+        except BaseException:  # noqa: BLE001
+            send.send({"error": traceback.format_exc()[-3000:]})
+    proc = ctx.Process(target=main)
+    proc.start()
+    send.close()
+    try:
+        got = recv.recv()
+    except EOFError:
+        got = None
+    proc.join()
+    return got if got is not None else {"error": f"the process running it died (exit code {proc.exitcode})"}
+
+
+def child(cc, ci: bool = False, only: list[str] | None = None) -> dict:
+    """Play a `cc` GPU: run every solution (or the sources in `only`), compile what it launched. Returns the
+    results per source, as JSON.
+
+    ci: the selection CI can afford on two cores: kernels that multiply tiles (tl.dot: what the shared memory,
+    the tensor cores and the tiles of each target decide) at every launch for every target, once per set of tiles
+    (a launch that differs only in boolean flags is not compiled again), KNOWN_FAILURES not again; the others (1-D
+    blocks, the same code on every target) once per kernel and dtype, for the smallest target (sm_75) only;
+    the bf16 rule for every launch; and it stops at Triton's LLVM IR (the shared memory is known by then;
+    registers and spills are not). `python3 tools/compile_targets.py` (no --ci) compiles every launch down to the cubin."""
+    global COMPILE_SECONDS, PTX_ONLY
+    if ci:
+        COMPILE_SECONDS, PTX_ONLY = CI_COMPILE_SECONDS, True
+    cc = tuple(cc)
+    t0 = time.perf_counter()
+    launches, where = _stand_in(cc)
+    _course_as(cc)
+    import triton
+    done = {}
+    for source in only if only is not None else sources():
+        done[source] = _forked(lambda: _one_source(source, launches, where, cc, ci))
+        _import(done[source].pop("imported", []))
+    return {"target": cc_name(cc), "cc": list(cc), "sources": done, "seconds": round(time.perf_counter() - t0, 1),
             "triton": triton.__version__}
 
 
+# --- what decides the launches: fingerprints, and the verdicts kept under them ------------------------
+def _digest(*parts) -> str:
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(part if isinstance(part, bytes) else str(part).encode())
+        h.update(b"\0")
+    return h.hexdigest()[:20]
+
+
+def code_cells(path: Path) -> list[str]:
+    """What the stand-in runs of a notebook: its code cells' sources (markdown, outputs and metadata decide no
+    launch, so prose can change all day without a notebook being run again)."""
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    return ["".join(c["source"]) if isinstance(c["source"], list) else c["source"] for c in cells
+            if c["cell_type"] == "code"]
+
+
+def shared_fingerprint(root: Path = ROOT, versions: tuple | None = None) -> str:
+    """What every source's launches and their compilation depend on: every course_utils/**/*.py (plan, pick,
+    checkers and graders that call the kernels, the decoder...), this tool, and the Triton and torch versions.
+    course_utils/exercise_hints.json is left out: hint texts, collected from the notebooks' markdown."""
+    files = sorted((root / "course_utils").rglob("*.py")) + [root / "tools" / "compile_targets.py"]
+    if versions is None:
+        versions = tuple(importlib.metadata.version(p) for p in ("triton", "torch"))
+    return _digest(*versions, *(f"{f.relative_to(root).as_posix()}\n{f.read_text()}" for f in files))
+
+
+def fingerprints(root: Path = ROOT, versions: tuple | None = None) -> dict[str, str]:
+    """{source: fingerprint}: a source's entry is trusted only while this is unchanged."""
+    shared = shared_fingerprint(root, versions)
+    return {s: _digest(shared, *([] if s == GRADER else code_cells(root / s))) for s in sources(root)}
+
+
+def load_kept(path: Path) -> dict:
+    """{target: {source: {"fingerprint", "rows", "stopped"}}} from a file --ci wrote; {} if none or unreadable."""
+    try:
+        return json.loads(path.read_text())["targets"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+
+
+def reusable(target: str, prints: dict[str, str], kept: list[dict]) -> tuple[dict, list[str]]:
+    """(the entries of `target` whose fingerprint matches, found in `kept` in order; the sources to run again)."""
+    trusted, stale = {}, []
+    for source, fingerprint in prints.items():
+        entry = next((k[target][source] for k in kept if k.get(target, {}).get(source, {}).get("fingerprint")
+                      == fingerprint), None)
+        if entry is None:
+            stale.append(source)
+        else:
+            trusted[source] = entry
+    return trusted, stale
+
+
+def write_kept(results: list[dict], path: Path) -> None:
+    """The entries of `results` (one per target and source) with their fingerprints, one row a line; times left
+    out, so that the same code writes the same file. A target the results lack keeps what the file held."""
+    order = ("kernel", "site", "sites", "dtypes", "constexprs", "num_warps", "num_stages", "target", "dot", "status",
+             "why", "shared", "n_regs", "n_spills")
+    triton_version = next((r.get("triton") for r in results if r.get("triton")), "?")
+    about = ("What CI compiled and judged (tools/compile_targets.py --ci), per target and source, under a "
+             "fingerprint of what decides the launches (compile_targets.fingerprints). A --ci run trusts an entry "
+             f"whose fingerprint matches and runs the others again. Refresh: {REFRESH}.")
+    out = ["{", f' "about": {json.dumps(about)},', f' "triton": {json.dumps(triton_version)},', ' "targets": {']
+    held = load_kept(path)
+    ran = {r["target"] for r in results}
+    targets = [r for r in results if r.get("entries")] + [
+        {"target": t, "entries": held[t]} for cc in TARGETS if (t := cc_name(cc)) in held and t not in ran]
+    for i, r in enumerate(targets):
+        out.append(f'  {json.dumps(r["target"])}: {{')
+        entries = [(s, e) for s, e in r["entries"].items() if "error" not in e]
+        for j, (source, e) in enumerate(entries):
+            rows = [json.dumps({k: row[k] for k in order if k in row}) for row in e["rows"]]
+            out += [f'   {json.dumps(source)}: {{"fingerprint": {json.dumps(e["fingerprint"])}, '
+                    f'"stopped": {json.dumps(e["stopped"])}, "rows": [']
+            out += [f"    {row}," for row in rows[:-1]] + [f"    {row}" for row in rows[-1:]]
+            out.append("   ]}" + ("," if j < len(entries) - 1 else ""))
+        out.append("  }" + ("," if i < len(targets) - 1 else ""))
+    out += [" }", "}"]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    part = path.with_name(f".{path.name}.{os.getpid()}")   # whole or not at all: two runs may write LOCAL at once
+    part.write_text("\n".join(out) + "\n")
+    os.replace(part, path)
+
+
 # --- the parent: every target ------------------------------------------------------------------------
-def run_target(cc, cache: Path = CACHE, ci: bool = False) -> dict:
+def run_target(cc, cache: Path = CACHE, ci: bool = False, only: list[str] | None = None) -> dict:
+    """The child for one target, in a process of its own (all sources, or those in `only`)."""
+    import tempfile
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env.update(TRITON_CACHE_DIR=str(cache / "ptx-only" if ci else cache),   # --ci's kernels lack their cubin COURSE_HEADLESS="1", MPLBACKEND="Agg", PYTHONHASHSEED="0",
-               PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
-    cmd = [sys.executable, __file__, "--child", f"{cc[0]}.{cc[1]}"] + (["--ci"] if ci else [])
-    done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=3600)
+    with tempfile.TemporaryDirectory(prefix="compile-targets-home-") as home:
+        env.update(TRITON_CACHE_DIR=str(cache / "ptx-only" if ci else cache),   # --ci's kernels lack their cubin
+                   COURSE_HEADLESS="1", MPLBACKEND="Agg", PYTHONHASHSEED="0",
+                   XDG_CACHE_HOME=home,   # no tuned choice or ceilings cached by an earlier run: tune launches all
+                   PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+        cmd = [sys.executable, __file__, "--child", f"{cc[0]}.{cc[1]}"] + (["--ci"] if ci else []) \
+            + (["--only", *only] if only is not None else [])
+        done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=3600)
     lines = done.stdout.strip().splitlines()
     if done.returncode != 0 or not lines or not lines[-1].startswith("{"):
-        return {"target": cc_name(cc), "cc": list(cc), "rows": [], "error": (done.stderr or done.stdout)[-3000:]}
+        return {"target": cc_name(cc), "cc": list(cc), "sources": {}, "error": (done.stderr or done.stdout)[-3000:]}
     return json.loads(lines[-1])
 
 
-def run(targets=TARGETS, jobs: int = 2, cache: Path = CACHE, ci: bool = False) -> list[dict]:
-    """Every target in a pool of `jobs` processes; the results in TARGETS' order."""
+def _flatten(r: dict, entries: dict, order: list[str]) -> dict:
+    """A target's result as the table and the test read it: every row and stopped cell, in the sources' order."""
+    r["entries"] = {s: entries[s] for s in order if s in entries}
+    r["rows"] = [row for e in r["entries"].values() for row in e.get("rows", [])]
+    r["stopped"] = {s: e.get("stopped", []) for s, e in r["entries"].items()}
+    failed = [f"{s}: {e['error']}" for s, e in r["entries"].items() if "error" in e]
+    if failed:
+        r["error"] = "\n".join(filter(None, [r.get("error"), *failed]))
+    r["capture_seconds"] = round(sum(e.get("capture_seconds", 0) for e in r["entries"].values()), 1)
+    return r
+
+
+def run(targets=TARGETS, jobs: int = 2, cache: Path = CACHE, ci: bool = False, reuse: bool = True) -> list[dict]:
+    """Every target in a pool of `jobs` processes; the results in TARGETS' order.
+
+    ci: each source whose fingerprint matches an entry of COMMITTED or LOCAL is not run again (unless reuse is
+    False): its rows are those kept ("reused" lists them, "recomputed" the rest); the results go to LOCAL."""
     cache.mkdir(parents=True, exist_ok=True)
+    order = sources()
+    prints = fingerprints() if ci else {}
+    kept = [load_kept(COMMITTED), load_kept(LOCAL)] if ci and reuse else []
+
+    def one(cc):
+        trusted, stale = reusable(cc_name(cc), prints, kept) if ci else ({}, order)
+        t0 = time.perf_counter()
+        if stale:
+            r = run_target(cc, cache, ci, None if stale == order else stale)
+        else:
+            r = {"target": cc_name(cc), "cc": list(cc), "sources": {}, "triton": importlib.metadata.version("triton")}
+        r["seconds"] = round(time.perf_counter() - t0, 1)
+        fresh = r.pop("sources")
+        for source, e in fresh.items():
+            if source in prints:
+                e["fingerprint"] = prints[source]
+        r["reused"], r["recomputed"] = sorted(trusted), [s for s in stale if s in fresh]
+        return _flatten(r, {**trusted, **fresh}, order)
+
     with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
-        return list(pool.map(lambda cc: run_target(cc, cache, ci), targets))
+        results = list(pool.map(one, targets))
+    if ci:
+        write_kept(results, LOCAL)
+    return results
 
 
 def table(results: list[dict], ci: bool = False) -> str:
@@ -457,7 +665,10 @@ def table(results: list[dict], ci: bool = False) -> str:
     triton_version = next((r.get("triton") for r in results if r.get("triton")), "?")
     selection = ("CI's selection (`--ci`): the kernels that multiply tiles for every target, once per set of tiles, "
                  "compiled to Triton's LLVM IR (shared memory known, no registers: no ptxas); the 1-D kernels once "
-                 "each, for sm_75; the known failures not again (\"known\"). " if ci else
+                 "each, for sm_75; the known failures not again (\"known\"). The verdicts are kept in "
+                 "compile-targets.json, per target and notebook, under a fingerprint of what decides the launches (the "
+                 "notebook's code cells, course_utils, the tool, Triton's and torch's versions): CI runs again only "
+                 "the notebooks whose fingerprint changed. " if ci else
                  "Every launch, down to the cubin. ")
     lines = ["# Every kernel, compiled for every supported GPU", "",
              f"Written by `python3 tools/compile_targets.py{' --ci' if ci else ''} --write` "
@@ -540,30 +751,51 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--targets", nargs="*", help="capabilities, e.g. 7.5 9.0 (default: all supported)")
     ap.add_argument("--write", action="store_true", help=f"write the table to {TABLE_FULL.relative_to(ROOT)} "
-                    f"(with --ci: {TABLE.relative_to(ROOT)})")
+                    f"(with --ci: {TABLE.relative_to(ROOT)}, and the verdicts to {COMMITTED.relative_to(ROOT)})")
     ap.add_argument("--json", type=Path, help="write the raw results here")
     ap.add_argument("--results", type=Path, help="the table from results --json wrote, nothing compiled again")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--ci", action="store_true", help="only what CI compiles (see child()); the table says so")
+    ap.add_argument("--fresh", action="store_true", help="with --ci: run every source again, trusting no kept verdict")
     ap.add_argument("--child", help=argparse.SUPPRESS)
+    ap.add_argument("--only", nargs="*", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if importlib.util.find_spec("triton") is None:   # `python3 tools/compile_targets.py` outside the course's venv
+        venv = ROOT / ".venv" / "bin" / "python"
+        if argv is None and venv.exists() and Path(sys.prefix).resolve() != venv.parent.parent.resolve():
+            print(f"compile_targets: {sys.executable} has no Triton: running with {venv.relative_to(ROOT)}",
+                  file=sys.stderr)
+            os.execv(str(venv), [str(venv), __file__, *sys.argv[1:]])
+        ap.error("this Python has no Triton: run it with the course's environment (./course setup makes .venv/), "
+                 "e.g. .venv/bin/python tools/compile_targets.py --ci --write")
     if args.child:
         major, minor = args.child.split(".")
-        result = child((int(major), int(minor)), ci=args.ci)
+        result = child((int(major), int(minor)), ci=args.ci, only=args.only)
         print(json.dumps(result, default=str))
         return 0
+    if args.ci and args.write and args.targets:
+        ap.error(f"--ci --write keeps every target's verdicts in {COMMITTED.name}: leave out --targets")
     targets = [tuple(int(x) for x in t.split(".")) for t in args.targets] if args.targets else list(TARGETS)
     t0 = time.perf_counter()
-    results = json.loads(args.results.read_text()) if args.results else run(targets, args.jobs, ci=args.ci)
+    results = json.loads(args.results.read_text()) if args.results else \
+        run(targets, args.jobs, ci=args.ci, reuse=not args.fresh)
     text = table(results, ci=args.ci)
     print(text)
+    for r in results:
+        if "reused" in r:
+            print(f"compile_targets: {r['target']}: {len(r['recomputed'])} source(s) run again in {r['seconds']} s"
+                  + (f" ({', '.join(Path(s).name for s in r['recomputed'])})" if r["recomputed"] else "")
+                  + f", {len(r['reused'])} kept (fingerprint unchanged)")
     print(f"compile_targets: {time.perf_counter() - t0:.0f} s")
     if args.json:
         args.json.write_text(json.dumps(results, indent=1, default=str))
     if args.write:
         out = TABLE if args.ci else TABLE_FULL
         out.write_text(text)
-        print(f"compile_targets: wrote {out}")
+        print(f"compile_targets: wrote {out.relative_to(ROOT)}")
+        if args.ci and not any(r.get("error") for r in results):
+            write_kept(results, COMMITTED)
+            print(f"compile_targets: wrote {COMMITTED.relative_to(ROOT)}")
     return 1 if any(row["status"] == "failed" for r in results for row in r["rows"]) or \
         any(r.get("error") for r in results) else 0
 
