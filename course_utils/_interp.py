@@ -115,6 +115,8 @@ def _describe(kind: str, launch: Launch, bad: np.ndarray, n_active: int, itemsiz
     first = int(bad.min())
     nearest = min(launch.ranges, key=lambda r: min(abs(first - r.lo), abs(first - r.hi)), default=None)
     pid = getattr(_itp.interpreter_builder, "grid_idx", None)
+    if isinstance(pid, tuple) and len(pid) == 3 and not any(pid[1:]):
+        pid = pid[0]          # a 1-D grid: tl.program_id(0), as the lessons teach it
     msg = (f"Out-of-bounds {kind} in kernel `{launch.name}` (program_id {pid}): {len(bad)} of {n_active} "
            f"enabled lanes point outside every tensor argument.")
     if nearest is not None:

@@ -121,7 +121,7 @@ def test_accepts_a_one_kernel_chain():
     (tiny_chain_no_mask, "Out-of-bounds.*tail masked"),
     (tiny_chain_one_launch_per_op, "made 100 launches where 1 should do: this is not fused"),
     (eager_chain, "made 100 launches where 1 should do: this is not fused"),
-    (lambda x: tiny_chain(x, steps=STEPS - 1), "what 49 multiply-add steps give .98 ops.*Check the loop's trip count"),
+    (lambda x: tiny_chain(x, steps=STEPS - 1), "what 49 multiply-add steps give .98 ops.*Check how many times the loop runs"),
     (lambda x: tiny_chain(x, steps=STEPS // 2), "what 25 multiply-add steps give"),
     (lambda x: tiny_chain(x, steps=N_OPS), "you apply the multiply-add 100 times. The chain is 100 ops"),
     (lambda x: tiny_chain(x, add_first=True), "add SHIFT before multiplying"),

@@ -48,8 +48,8 @@ def _wrong_answers(x: torch.Tensor):
             yield y, (f"you apply the multiply-add {k} times. The chain is {N_OPS} ops: {pairs} multiplies "
                       f"and {pairs} adds, so {pairs} multiply-add steps."), "step-count"
         elif k != pairs:
-            yield y, (f"the output is what {k} multiply-add step{'s' if k > 1 else ''} give ({2 * k} ops); "
-                      f"the chain has {pairs} steps ({N_OPS} ops). Check the loop's trip count."), "step-count"
+            yield y, (f"the output is what {k} multiply-add step{'s give' if k > 1 else ' gives'} ({2 * k} ops); "
+                      f"the chain has {pairs} steps ({N_OPS} ops). Check how many times the loop runs."), "step-count"
 
 
 def tiny_chain(fn) -> Passed:
