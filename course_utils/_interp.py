@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+import triton.language as _tl
 from triton.runtime import interpreter as _itp
 from triton.runtime.jit import JITFunction, TensorWrapper
 
@@ -175,6 +176,28 @@ def _patch_lang_tensor(tensor, *rest, **kw):
     tensor.__bool__ = lambda self: bool(_scalar(self)) if np.asarray(self.handle.data).size == 1 else True
 
 
+_orig_patch_lang = _itp._patch_lang
+_lang_modules_of: dict = {}     # id(a jitted function) -> the triton.language modules its globals hold
+
+
+def _patch_lang(fn):
+    """Triton's interpreter patches the language again at every call of a @triton.jit helper (tl.sum, tl.max,
+    tl.cdiv, ...) inside a kernel: a walk over every member of triton.language, about a millisecond per call
+    and a quarter of a reduction kernel's interpreted time. Within one launch, once the modules a function
+    sees are patched they stay patched until the launch ends, so the walk is made once per launch."""
+    key = _lang_modules_of.get(id(fn))
+    if key is None:
+        key = _lang_modules_of[id(fn)] = frozenset(
+            id(v) for v in fn.__globals__.values() if isinstance(v, type(sys)) and v in (_tl, _tl.core))
+    done = getattr(_tls, "patched", None)
+    if done is not None and key <= done:
+        return _itp._LangPatchScope() if hasattr(_itp, "_LangPatchScope") else None
+    result = _orig_patch_lang(fn)
+    if done is not None:
+        done |= key
+    return result
+
+
 _B = _itp.InterpreterBuilder
 _orig = {name: getattr(_B, name) for name in ("create_masked_load", "create_masked_store",
                                                "create_atomic_rmw", "create_atomic_cas")}
@@ -218,6 +241,7 @@ def _call(self, *args, **kwargs):
     prev = _current()
     _tls.launch = launch
     _tls.depth = getattr(_tls, "depth", 0) + 1
+    patched_before, _tls.patched = getattr(_tls, "patched", None), set()
     try:
         # NumPy warns where a GPU silently gives inf or 0 (exp of a large number): keep notebooks quiet
         with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
@@ -230,6 +254,7 @@ def _call(self, *args, **kwargs):
     finally:
         _tls.launch = prev
         _tls.depth -= 1
+        _tls.patched = patched_before
     if not inside_launch():  # a launch made on the course's behalf (muted) is nobody's traffic
         for listen in list(_listeners):
             listen(launch)
@@ -313,8 +338,18 @@ def replay(kernel, args, kwargs, grid) -> None:
     with torch.no_grad(), muted():
         args_copy = [copy(a) for a in args]
         kwargs_copy = {k: copy(v) for k, v in kwargs.items()}
-    with _language_restored():
-        _interpreted_fn(kernel.fn).run(*args_copy, grid=grid, warmup=False, **kwargs_copy)
+    # A checker that records the launch asks which tensor each parameter received: the originals, not copies.
+    pairs = list(zip(args_copy, args)) + [(kwargs_copy[k], v) for k, v in kwargs.items()]
+    replayed_from.update({id(c): o for c, o in pairs if isinstance(c, torch.Tensor)})
+    try:
+        with _language_restored():
+            _interpreted_fn(kernel.fn).run(*args_copy, grid=grid, warmup=False, **kwargs_copy)
+    finally:
+        for c, _ in pairs:
+            replayed_from.pop(id(c), None)
+
+
+replayed_from: dict = {}   # id(a replay's copy of a tensor) -> the tensor the real launch receives
 
 
 def install() -> None:
@@ -328,6 +363,7 @@ def install() -> None:
     _itp.GridExecutor._init_args_hst = _init_args_hst
     _itp.GridExecutor.__call__ = _call
     _itp._patch_lang_tensor = _patch_lang_tensor
+    _itp._patch_lang = _patch_lang
     JITFunction.__call__ = _call_jit_function
     _B._course_guarded = True
 

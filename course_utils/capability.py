@@ -205,18 +205,19 @@ def plan(cc: tuple[int, int] | None | str = "current", name: str | None = None) 
     if not bf16:
         changes.append("fp16 and fp32 only, no bf16")
     if not tensor_cores:
-        changes.append("matrix products on the ordinary fp32 units (no tensor cores that Triton can use "
+        changes.append("matrix products on the plain fp32 arithmetic, without tensor cores (none that Triton can use "
                        + ("on this GPU)" if gpu else "without a GPU)"))
     if not gpu:
-        changes.append("smaller blocks of the matrices, sized for a T4")
+        changes.append("matrices multiplied in smaller pieces, sized for a T4's shared memory")
     elif cc not in SMEM_PER_BLOCK:
-        changes.append(f"smaller blocks of the matrices, sized for the {PORTABLE_SMEM // KIB} KiB of on-chip "
-                       "scratch memory most GPUs have (this GPU is not in the course's table)")
+        changes.append(f"matrices multiplied in smaller pieces, sized for the {PORTABLE_SMEM // KIB} KiB of shared "
+                       "memory most GPUs have (this GPU is not in the course's table)")
     elif smem < SMEM_PER_BLOCK[REFERENCE_CC]:
-        changes.append(f"smaller blocks of the matrices ({smem // KIB} KiB of on-chip scratch memory for each "
-                       "piece of work, against the H100's 227)")
+        changes.append(f"matrices multiplied in smaller pieces (about {smem // KIB} KiB of shared memory in each "
+                       "SM, against the H100's 227)")
     if not hopper:
-        changes.append("none of the features only the H100's generation of GPUs (Hopper) has")
+        changes.append("none of the features only the H100's generation of GPUs (Hopper) has, which no "
+                       "exercise needs")
     if not gpu:
         who = "Triton's CPU interpreter (no GPU)"
     else:

@@ -1,7 +1,8 @@
 """The words of the field, each defined where the course first uses it.
 
     cu.glossary("HBM")     one definition, and the notebook that teaches it (any form: "SMs", "SRAM")
-    cu.glossary()          every term, in the order the course teaches them
+    cu.glossary()          every term, in the order the course teaches them, under each notebook's name
+    cu.glossary(upto="03") the terms of lessons 00 to 03 only
 
 In the notebooks a term is defined once, at its first use in reading order (00 -> 09 -> lab 1 .. lab 6),
 inside the sentence that explains it, marked <dfn>term</dfn>. `aliases` is a regular expression for the
@@ -38,6 +39,10 @@ TERMS = (
          "A language and compiler for writing GPU kernels in Python: you write an ordinary-looking Python "
          "function, mark it @triton.jit, and Triton compiles it for the GPU the first time it is launched. "
          "torch.compile also generates Triton kernels.", "00_setup"),
+    Term("CUDA", r"(?-i:\bCUDA\b)",
+         "NVIDIA's software for programming its GPUs: the driver that talks to the GPU, a compiler, and "
+         "libraries of ready-made kernels. Triton and PyTorch's device=\"cuda\" both sit on top of it.",
+         "00_setup"),
     Term("interpreter", r"\binterpreter\b",
          "Triton's interpreter (TRITON_INTERPRET=1) runs a kernel on the CPU, element by element in Python, "
          "instead of compiling it for a GPU. Results are right; times are meaningless.", "00_setup"),
@@ -77,11 +82,12 @@ TERMS = (
          "arithmetic units, tensor cores, registers and shared memory; the GPU spreads a kernel's work over "
          "all of them.", "00_setup"),
     Term("registers", r"\bregisters?\b",
-         "The fastest storage on the GPU, inside each SM, private to one thread. Values a kernel computes "
-         "between loading and storing live in registers and cost no memory traffic.", "00_setup"),
+         "The fastest storage on the GPU, inside each SM. Values a kernel computes between loading and "
+         "storing live in registers and cost no memory traffic. Each thread (lesson 01) has its own.", "00_setup"),
     Term("shared memory", r"\bshared memory\b|(?-i:\bSRAM\b)",
-         "A small, fast memory inside each SM (SRAM; up to 227 KiB per program on an H100), shared by the "
-         "threads of one program. Triton uses it behind the scenes, for example for matmul tiles.",
+         "A small, fast memory inside each SM (SRAM; about 227 KiB in each on an H100). Triton uses it "
+         "behind the scenes, for example for the pieces of two matrices being multiplied. The threads of one "
+         "program (lesson 01) share it.",
          "00_setup"),
     Term("L2 cache", r"(?-i:\bL2\b)",
          "A cache on the GPU chip between the SMs and HBM (50 MB on an H100), shared by all SMs. Data read "
@@ -92,6 +98,9 @@ TERMS = (
     Term("trip", r"\btrips?\b",
          "One pass of a whole tensor across the boundary between HBM and the chip: reading it once, or "
          "writing it once.", "00_setup"),
+    Term("instruction", r"\binstructions?\b",
+         "One elementary step a processor executes: a multiply, an add, a load. A cosine takes many; a copy "
+         "of one element, a load and a store.", "00_setup"),
     Term("compute-bound", r"\bcompute[- ]bound\b",
          "Limited by arithmetic: the bytes arrive faster than the cores can use them, so fewer trips would "
          "not help.", "00_setup"),
@@ -139,6 +148,10 @@ TERMS = (
          "A vector of booleans, one per lane, given to tl.load and tl.store: where it is False nothing is "
          "read or written. It switches off the lanes of the last block that lie past the end of the "
          "tensor.", "01_count_the_trips"),
+    Term("pointer", r"\bpointers?\b",
+         "A number that says where in memory some data starts. A tensor passed to a kernel arrives as a "
+         "pointer to its first element; pointer + offsets addresses one element per lane, counted in "
+         "elements of the pointer's dtype, not in bytes.", "01_count_the_trips"),
     Term("constexpr", r"\bconstexpr\b|\bcompile-time constants?\b",
          "A kernel argument declared tl.constexpr: its value is fixed when the kernel is compiled, so the "
          "compiler can use it for shapes (BLOCK) and unroll loops over it. Each new value compiles a new "
@@ -290,25 +303,50 @@ def where(t: Term) -> str:
     return f"taught in {folder}/{t.taught}.ipynb"
 
 
-def text(term: str | None = None) -> str:
-    """One term's entry, or every entry in the order the course teaches them."""
-    terms = TERMS if term is None else (_find(term),)
-    return "\n\n".join(textwrap.fill(f"{t.term}: {t.definition}", 100, subsequent_indent="    ")
-                       + f"\n    ({where(t)})" for t in terms)
+def _order(taught: str) -> int:
+    """A notebook's place in the reading order: 00 .. 09, then lab 1 .. lab 6."""
+    return int(taught[3]) + 100 if taught.startswith("lab") else int(taught[:2])
 
 
-def glossary(term: str | None = None) -> None:
-    """Print the definition of `term` (any of its forms: "SMs", "SRAM"), or, with no term, all of them."""
+def _entry(t: Term, with_where: bool = True) -> str:
+    body = textwrap.fill(f"{t.term}: {t.definition}", 100, subsequent_indent="    ")
+    return body + (f"\n    ({where(t)})" if with_where else "")
+
+
+def text(term: str | None = None, upto: str | None = None) -> str:
+    """One term's entry, or every entry in the order the course teaches them, under the notebook that
+    teaches them; upto="03" (or "lab2") stops after that notebook's terms."""
+    if term is not None:
+        return _entry(_find(term))
+    last = None
+    if upto is not None:
+        if not re.fullmatch(r"\d\d|lab\d", str(upto)):
+            raise ValueError(f"upto={upto!r}: give a lesson's number (\"03\") or a lab (\"lab2\")")
+        last = _order(str(upto))
+    parts, heading = [], None
+    for t in TERMS:
+        if last is not None and _order(t.taught) > last:
+            break
+        if t.taught != heading:
+            heading = t.taught
+            parts.append(f"== {where(t)} ==")
+        parts.append(_entry(t, with_where=False))
+    return "\n\n".join(parts)
+
+
+def glossary(term: str | None = None, upto: str | None = None) -> None:
+    """Print the definition of `term` (any of its forms: "SMs", "SRAM"), or, with no term, all of them under
+    the notebook that teaches them; upto="03" stops after lesson 03's."""
     if term is not None and not isinstance(term, str):
         raise TypeError(f"cu.glossary takes a term as a string, such as cu.glossary('HBM'); got {term!r}")
-    print(text(term))
+    print(text(term, upto))
 
 
 class _CallableModule(types.ModuleType):
     """`cu.glossary("HBM")` prints, while `cu.glossary.TERMS` stays the data: the module is the function."""
 
-    def __call__(self, term: str | None = None) -> None:
-        glossary(term)
+    def __call__(self, term: str | None = None, upto: str | None = None) -> None:
+        glossary(term, upto)
 
 
 sys.modules[__name__].__class__ = _CallableModule

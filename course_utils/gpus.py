@@ -64,13 +64,15 @@ KNOWN = (
                                  (80, "SXM", 2039, "HBM2e"))),
     GPU("NVIDIA H100 PCIe", "H100 PCIe", (9, 0), 114, 80, 2000, 756, 51, 50,
         _T.format("H100 Tensor Core GPU") + " (H100 PCIe: 2 TB/s of HBM; 756 TFLOP/s fp16 on the tensor "
-        "cores: the datasheet's 1,513 counts a sparse-matrix trick; 51 TFLOP/s fp32); 114 SMs and 50 MB L2 from the Hopper architecture whitepaper"),
+        "cores: the datasheet's 1,513 counts a sparse-matrix trick; 51 TFLOP/s fp32); the processor count (114) and the cache size (50 MB, that is 50 MiB) "
+        "from the Hopper architecture whitepaper"),
     GPU("NVIDIA H100 NVL", "H100 NVL", (9, 0), 132, 94, 3900, 835, 60, 50,
         _T.format("H100 Tensor Core GPU") + " (H100 NVL: 3.9 TB/s of HBM, 94 GB; 835 TFLOP/s fp16 on the "
         "tensor cores: the datasheet's 1,671 counts a sparse-matrix trick; 60 TFLOP/s fp32); SM count and L2 approximate"),
     GPU("NVIDIA H100 SXM", "H100 SXM", (9, 0), 132, 80, 3350, 989, 67, 50,
         _T.format("H100 Tensor Core GPU") + " (H100 SXM: 3.35 TB/s of HBM; 989 TFLOP/s fp16 on the tensor "
-        "cores: the datasheet's 1,979 counts a sparse-matrix trick; 67 TFLOP/s fp32); 132 SMs and 50 MB L2 from the Hopper architecture whitepaper"),
+        "cores: the datasheet's 1,979 counts a sparse-matrix trick; 67 TFLOP/s fp32); the processor count (132) and the cache size (50 MB, that is 50 MiB) "
+        "from the Hopper architecture whitepaper"),
     GPU("NVIDIA H200", "H200", (9, 0), 132, 141, 4800, 989, 67, 60,
         _T.format("H200 Tensor Core GPU") + " (H200 SXM: 4.8 TB/s of HBM, 141 GB; 989 TFLOP/s fp16 on the "
         "tensor cores: the datasheet's 1,979 counts a sparse-matrix trick; 67 TFLOP/s fp32); SMs as the H100 SXM's; L2 60 MiB as its driver reports it "

@@ -40,7 +40,21 @@ _HINTS = [
      "triton.next_power_of_2(n), and let the mask switch off the lanes past the end."),
     ("must be of type tl.constexpr",
      "a size that shapes a block (BLOCK in tl.arange(0, BLOCK)) must be known when the kernel compiles: "
-     "declare it `BLOCK: tl.constexpr` in the kernel's parameters and pass it at launch (BLOCK=256)."),
+     "declare it `BLOCK: tl.constexpr` in the kernel's parameters and pass it at launch (BLOCK=256). A size "
+     "known only when the kernel runs, such as n, cannot shape a block: cover n with blocks of BLOCK and mask "
+     "the lanes past n."),
+    ("module 'triton.language' has no attribute",
+     "Triton's language has no function of that name. Inside a kernel, arithmetic is Python's operators "
+     "(+, -, *, /) on the loaded vectors, and the math is tl's functions (tl.exp, tl.cos, tl.sqrt, ...): "
+     "lesson 01's list, and Triton's documentation of triton.language for all of them."),
+    ("must be Tensor, not tensor",
+     "a PyTorch function (torch.add, torch.cos, ...) was called inside a kernel, on Triton's vectors. A kernel "
+     "can call only Triton's functions (tl.*), Python's operators and other @triton.jit functions: write "
+     "a + b, tl.cos(v) instead."),
+    ("Unsupported function referenced",
+     "the kernel calls a function Triton cannot compile: a PyTorch function (torch.add, torch.cos) or a plain "
+     "Python one. A kernel can call only Triton's functions (tl.*), Python's operators and other "
+     "@triton.jit functions: write a + b, tl.cos(v) instead."),
     ("constexpr",
      "a value that fixes a shape must be a compile-time constant: declare it `NAME: tl.constexpr` in the "
      "kernel's parameters and pass it as a keyword at launch."),
@@ -73,6 +87,18 @@ _HINTS = [
      "Triton compiles a kernel from its source, and found no `def name(...):` line in it: write the kernel "
      "as a plain function, `@triton.jit` on the line above `def`, in a file or a cell of its own (not a "
      "lambda, nor a function made by exec), and run that cell again."),
+    ("required positional argument",
+     "a call left out an argument its function declares. At a launch, pass every parameter of the kernel in "
+     "the order of its `def`, the constexpr ones by name (BLOCK=...). The name in the message is the one "
+     "left over at the end, not always the one forgotten: every argument after a forgotten one slides into "
+     "the parameter before its own. Compare the launch with the kernel's first line, one by one."),
+    ("got multiple values for argument",
+     "an argument arrived twice, by position and by name: count the arguments before the first `name=` "
+     "at the launch against the kernel's parameters; one too many spills into the parameter named later."),
+    ("invalid operands of type pointer",
+     "a tensor arrived where the kernel computes with a number. A tensor passed at launch becomes a pointer, "
+     "not a value: pass a plain Python number for a scalar (float(alpha), or alpha.item() of a one-element "
+     "tensor)."),
     ("out of resource",
      "the block needs more on-chip memory than one SM has: use a smaller BLOCK."),
 ]
@@ -126,6 +152,17 @@ def _called_without_grid(exc: BaseException) -> bool:
             and type(first.f_locals.get("self")).__name__ == "InterpretedFunction")
 
 
+def _source_without_def(exc: BaseException) -> bool:
+    """Triton 3.6 looks for the kernel's `def` line with a regular expression and, finding none (a jitted
+    lambda), fails on the missing match: an AttributeError inside its jit module (later releases say it)."""
+    for e in _chain(exc):
+        if isinstance(e, AttributeError) and "attribute 'start'" in str(e):
+            frames = list(_frames(e))
+            if frames and _in(frames[-1], _TRITON_DIR) and frames[-1].f_code.co_filename.endswith("jit.py"):
+                return True
+    return False
+
+
 def explain(exc: BaseException) -> str | None:
     """A plain hint for the Triton errors students meet most, or None: never for a check's own verdict."""
     if _a_verdict(exc):
@@ -134,6 +171,8 @@ def explain(exc: BaseException) -> str | None:
         return _RAISE_IN_KERNEL
     if _called_without_grid(exc):
         return _NO_GRID
+    if _source_without_def(exc):
+        return dict(_HINTS)["No function definition found for kernel"]
     text = " | ".join(_message(e) for e in _chain(exc))
     for needle, hint in _HINTS:
         if needle in text:

@@ -192,7 +192,7 @@ def memory_hierarchy(ceilings, ax=None):
         ("registers", REGISTER_BYTES_PER_SM * card.sms,
          f"{REGISTER_BYTES_PER_SM // 1024} KiB in each of {card.sms} SMs: the values being worked on", True),
         ("shared memory (SRAM)", card.smem_per_block * card.sms,
-         f"up to {card.smem_per_block // 1024} KiB for each piece of a kernel's work, inside its SM", True),
+         f"about {card.smem_per_block // 1024} KiB inside each SM", True),
         ("L2 cache", card.l2_mb * 2**20, f"{card.l2_mb:g} MiB, shared by all {card.sms} SMs", True),
         ("HBM", card.memory_gb * 1e9,
          f"{card.memory_gb:g} GB; datasheet {card.bandwidth_gbps:,.0f} GB/s, {copy}", False),

@@ -27,6 +27,16 @@ def modelled(label) -> bool:
     return str(label or "").upper().startswith("MODEL")
 
 
+def counted(label) -> bool:
+    """Was the value revealed a count (a label starting "counted")? A count has one right answer, so a
+    guess is close only when it is that number (to 1%, for rounding), where a measurement's is within 2x."""
+    return str(label or "").lower().startswith("counted")
+
+
+def _close(ratio: float, label) -> bool:
+    return ratio <= (1.01 if counted(label) else 2.0)
+
+
 @dataclass
 class Prediction:
     key: str
@@ -209,7 +219,7 @@ class Scoreboard:
         lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in [self._head] + body]
         hits = sum(r["close"] is True for r in self.rows)
         models = sum(bool(r.get("modelled")) for r in self.rows)
-        tail = [f"{hits} of {len(self.rows) - models} close (numbers: within 2x; choices: right)"
+        tail = [f"{hits} of {len(self.rows) - models} close (counts: exact; other numbers: within 2x; choices: right)"
                 + (f"; {models} revealed by a model, not scored" if models else "")]
         return "\n".join(lines + tail + ([self._pending()] if self.unrevealed else [])
                          + ([self.hints_line] if self.hints_line else []))
@@ -254,7 +264,7 @@ def scoreboard(keys=None, prefix: str | None = None) -> Scoreboard:
             ratio, close = None, (None if g is None else g == m)
         else:
             r = _ratio(g, m)
-            ratio, close = (r, r <= 2.0) if math.isfinite(r) else (None, None if g is None else False)
+            ratio, close = (r, _close(r, e.get("label"))) if math.isfinite(r) else (None, None if g is None else False)
         model = modelled(e.get("label"))
         rows.append({"key": k, "question": e.get("question"), "guess": g, "measured": m,
                      "unit": e.get("unit", ""), "ratio": ratio, "close": None if model else close,
@@ -285,12 +295,13 @@ class Calibration:
         n = len(scored)
         if not n:
             return head + note
-        close = sum(r["ratio"] <= 2.0 for r in scored)
+        close = sum(_close(r["ratio"], r["label"]) for r in scored)
         low = sum(r["guess"] < r["measured"] for r in scored)
         high = sum(r["guess"] > r["measured"] for r in scored)
         ratios = sorted(r["ratio"] for r in scored)
         median = ratios[n // 2] if n % 2 else (ratios[n // 2 - 1] * ratios[n // 2]) ** 0.5
-        return (f"{head}: of {n} measured or counted, {close} within 2x ({close / n:.0%}); median miss "
+        return (f"{head}: of {n} measured or counted, {close} close ({close / n:.0%}; a count exactly, a "
+                f"measurement within 2x); median miss "
                 f"×{readable(median)}; {low} guessed low, {high} guessed high{note}")
 
     def __repr__(self) -> str:

@@ -208,10 +208,13 @@ _Recorder.__torch_dispatch__ = _dynamo_skipped(_Recorder._dispatch)
 
 
 def _sum_by_label(seen: dict) -> dict:
-    out: dict = {}
+    """Bytes per label; two tensors of one shape and dtype (x and y of x + y) show as "2 × f32[4096]"."""
+    total: dict = {}
+    count: dict = {}
     for (_, n), lab in seen.items():
-        out[lab] = out.get(lab, 0) + n
-    return out
+        total[lab] = total.get(lab, 0) + n
+        count[lab] = count.get(lab, 0) + 1
+    return {(f"{count[lab]} × {lab}" if count[lab] > 1 else lab): n for lab, n in total.items()}
 
 
 def _on_launch(trips: Trips):

@@ -85,8 +85,8 @@ def test_a_t4_never_gets_bf16():
 def test_the_t4_note_says_what_changes_in_one_line():
     note = capability.plan(T4).note
     assert note.startswith("T4 (sm_75), unlike the course's H100: ") and "\n" not in note
-    for words in ("no bf16", "ordinary fp32 units (no tensor cores that Triton can use on this GPU)",
-                  "smaller blocks of the matrices (64 KiB", "none of the features only the H100's generation"):
+    for words in ("no bf16", "plain fp32 arithmetic, without tensor cores (none that Triton can use on this GPU)",
+                  "matrices multiplied in smaller pieces (about 64 KiB", "none of the features only the H100's generation"):
         assert words in note
 
 
@@ -94,7 +94,7 @@ def test_the_t4_note_says_what_changes_in_one_line():
     (A100, ["A100 (sm_80)", "163 KiB", "the H100's generation of GPUs (Hopper)"]),
     (SM86, ["(sm_86)", "99 KiB", "the H100's generation of GPUs (Hopper)"]),
     (SM89, ["(sm_89)", "99 KiB"]),
-    (None, ["interpreter", "no bf16", "no tensor cores that Triton can use without a GPU"]),
+    (None, ["interpreter", "no bf16", "without tensor cores (none that Triton can use without a GPU)"]),
 ], ids=str)
 def test_notes_of_the_other_gpus(cc, words):
     p = capability.plan(cc)

@@ -102,6 +102,21 @@ def through_memory_kernel(x_ptr, out_ptr, n, K: tl.constexpr, BLOCK: tl.constexp
     tl.store(out_ptr + offs, v, mask=mask)
 
 
+@triton.jit
+def store_in_loop_kernel(x_ptr, out_ptr, n, K: tl.constexpr, BLOCK: tl.constexpr):
+    # right values, one launch, no extra distinct bytes: but every step is stored, K stores per element
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    v = tl.load(x_ptr + offs, mask=mask).to(tl.float32)
+    for _ in tl.static_range(K):
+        v = tl.cos(v)
+        tl.store(out_ptr + offs, v, mask=mask)
+
+
+def cos_chain_store_in_loop(x, k=2):
+    return _launch(store_in_loop_kernel, x, k)
+
+
 def cos_chain_blank(x, k=2):
     return _launch(blank_kernel, x, k)
 
@@ -198,6 +213,7 @@ def test_cos_chain_accepts_a_fused_kernel():
     (cos_chain_fp16_cos, r"fp16 input with k=1: tl.cos works on fp32"),
     (cos_chain_through_memory, r"with k=1 .*moved \d+ bytes; the budget is 32768.*intermediate goes to memory"),
     (cos_chain_in_place, "changed its input x"),
+    (cos_chain_store_in_loop, r"with k=2 .*every element is written about 2 times. Is a tl.store inside the loop"),
     (lambda x, k: x, "the output equals the input: no cosine was applied"),
     (lambda x, k: None, "returned None"),
     (lambda x, k: cos_chain(x, k).double(), "keep the input's dtype"),
@@ -219,6 +235,7 @@ def test_cos_chain_rejects(wrong, message):
     (cos_chain_off_by_one, "loop-count", 2),
     (cos_chain_fp16_cos, "fp16-cos", 2),
     (cos_chain_in_place, "in-place", 1),
+    (cos_chain_store_in_loop, "repeat-store", 1),
 ])
 def test_cos_chain_failures_name_their_hint(wrong, diagnosis, hint):
     with pytest.raises(check.CheckFailed) as e:

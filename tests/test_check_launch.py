@@ -28,6 +28,49 @@ def chain_kernel(x_ptr, out_ptr, n, SCALE: tl.constexpr, SHIFT: tl.constexpr, ST
 
 
 @triton.jit
+def two_loops_kernel(x_ptr, out_ptr, n, SCALE: tl.constexpr, SHIFT: tl.constexpr, STEPS: tl.constexpr,
+                     BLOCK: tl.constexpr):
+    # every op present, in the wrong order: all multiplies, then all adds
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    for _ in tl.static_range(STEPS):
+        x = x * SCALE
+    for _ in tl.static_range(STEPS):
+        x = x + SHIFT
+    tl.store(out_ptr + offs, x, mask=mask)
+
+
+@triton.jit
+def store_every_step_kernel(x_ptr, out_ptr, n, SCALE: tl.constexpr, SHIFT: tl.constexpr, STEPS: tl.constexpr,
+                            BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    for _ in tl.static_range(STEPS):
+        x = x * SCALE + SHIFT
+        tl.store(out_ptr + offs, x, mask=mask)
+
+
+@triton.jit
+def stores_into_x_kernel(x_ptr, out_ptr, n, SCALE: tl.constexpr, SHIFT: tl.constexpr, STEPS: tl.constexpr,
+                         BLOCK: tl.constexpr):
+    # the launch is in order; the store goes through the wrong pointer
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    for _ in tl.static_range(STEPS):
+        x = x * SCALE + SHIFT
+    tl.store(x_ptr + offs, x, mask=mask)
+
+
+def _other(kernel, x):
+    out = torch.empty_like(x)
+    kernel[_grid(x)](x, out, x.numel(), SCALE=SCALE, SHIFT=SHIFT, STEPS=STEPS, BLOCK=BLOCK)
+    return out
+
+
+@triton.jit
 def chain_kernel_no_mask(x_ptr, out_ptr, n, SCALE: tl.constexpr, SHIFT: tl.constexpr, STEPS: tl.constexpr,
                          BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
@@ -126,6 +169,12 @@ def test_accepts_a_one_kernel_chain():
     (lambda x: tiny_chain(x, steps=N_OPS), "you apply the multiply-add 100 times. The chain is 100 ops"),
     (lambda x: tiny_chain(x, add_first=True), "add SHIFT before multiplying"),
     (lambda x: tiny_chain(x, steps=0), "output equals the input"),
+    (lambda x: _other(two_loops_kernel, x), "all 50 multiplies come first and all 50 adds after them"),
+    (lambda x: _other(stores_into_x_kernel, x), r"the kernel stored into x, an input, and never into the output. "
+     r"The launch hands each tensor to the parameter of its name \(`x_ptr` received x, `out_ptr` received the "
+     r"output\), so its order is not the cause.*tl.store write to `x_ptr \+ offsets` where it means "
+     r"`out_ptr \+ offsets`"),
+    (lambda x: _other(store_every_step_kernel, x), "every element is written about 50 times. Is a tl.store inside"),
     (tiny_chain_in_place, "changed its input x in place"),
     (lambda x: None, "returned None"),
     ("tiny_chain", "takes your function"),
@@ -147,6 +196,9 @@ def test_rejects(wrong, message):
     (lambda x: tiny_chain(x, steps=N_OPS), "step-count", 2),
     (lambda x: tiny_chain(x, add_first=True), "order", 2),
     (lambda x: tiny_chain(x, steps=0), "no-steps", 2),
+    (lambda x: _other(two_loops_kernel, x), "order", 2),
+    (lambda x: _other(stores_into_x_kernel, x), "store-pointer", 1),
+    (lambda x: _other(store_every_step_kernel, x), "repeat-store", 1),
 ])
 def test_failures_name_their_hint(wrong, diagnosis, hint):
     with pytest.raises(check.CheckFailed) as e:

@@ -26,6 +26,12 @@ WRONG = {
     "GB/s as bytes/s": (lambda f, b, g, t: max(b / (g * 1e9), f / (t * 1e9)), "off by 1000"),
     "seconds": (lambda f, b, g, t: right(f, b, g, t) / 1e3, "off by 1000"),
     "TFLOP/s slip": (lambda f, b, g, t: max(b / (g * 1e6), f / (t * 1e6)), "compute term is off by 1000"),
+    "seconds, summed": (lambda f, b, g, t: (b / (g * 1e6) + f / (t * 1e9)) / 1e3,
+                        "memory term is off by 1000 .too small.; the compute term is off by 1000 .*combined by sum"),
+    "no conversion": (lambda f, b, g, t: max(b / g, f / t), "memory term is off by 1000000 .too large.; the compute "
+                      "term is off by 1000000000"),
+    "intensity": (lambda f, b, g, t: f / b,
+                  r"raised ZeroDivisionError.*\nThat was roofline_time\(5e\+11, 0, .*no bytes"),
     "no return": (lambda f, b, g, t: None, "None"),
     "a string": (lambda f, b, g, t: "1 ms", "one number"),
     "constant": (lambda f, b, g, t: 1.0, "expected"),
@@ -49,6 +55,8 @@ def test_mistakes_are_rejected_with_a_diagnosis(name):
     ("memory only", "one-term", 1),
     ("GB/s as bytes/s", "units", 2),
     ("TFLOP/s slip", "units", 2),
+    ("seconds, summed", "units", 2),
+    ("no conversion", "units", 2),
 ])
 def test_failures_name_their_hint(name, diagnosis, hint):
     from course_utils import check

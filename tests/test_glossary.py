@@ -135,6 +135,16 @@ def test_glossary_prints_all_in_reading_order(capsys):
     assert positions == sorted(positions)
 
 
+def test_glossary_stops_at_the_notebook_asked_for(capsys):
+    cu.glossary(upto="01")
+    out = capsys.readouterr().out
+    assert out.startswith("== taught in notebooks/00_setup.ipynb ==\n\nkernel:")
+    assert "== taught in notebooks/01_count_the_trips.ipynb ==" in out and "\nthread:" in out
+    assert "02_launch_tax" not in out and "\nwarp:" not in out
+    with pytest.raises(ValueError, match="a lesson.s number"):
+        cu.glossary(upto="twelve")
+
+
 def test_an_unknown_term_says_what_to_do():
     with pytest.raises(KeyError, match="not in the course's glossary: cu.glossary.. lists every term"):
         cu.glossary("flux capacitor")

@@ -43,6 +43,32 @@ def copy_kernel_that_raises(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     raise NotImplementedError("write the kernel")
 
 
+@triton.jit
+def plus_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    v = tl.load(x_ptr + offs, mask=offs < n)
+    tl.store(out_ptr + offs, tl.plus(v, v), mask=offs < n)
+
+
+@triton.jit
+def torch_add_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    v = tl.load(x_ptr + offs, mask=offs < n)
+    tl.store(out_ptr + offs, torch.add(v, v), mask=offs < n)
+
+
+@triton.jit
+def scale_kernel(x_ptr, out_ptr, alpha, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, alpha * tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+
+
+@triton.jit
+def arange_n_kernel(x_ptr, out_ptr, n):
+    offs = tl.arange(0, n)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs))
+
+
 def error_of(launch):
     try:
         launch()
@@ -63,6 +89,13 @@ LAUNCHES = {
     "grid of floats": (lambda: copy_kernel[(1000 / 256,)](X, OUT, 1000, BLOCK=256), "triton.cdiv"),
     "block too large": (lambda: copy_kernel[(1,)](X, OUT, 1000, BLOCK=2**21), "larger than Triton allows"),
     "number for a pointer": (lambda: copy_kernel[(4,)](1.5, OUT, 1000, BLOCK=256), "order of the arguments"),
+    "size left out": (lambda: copy_kernel[(4,)](X, OUT, BLOCK=256), "not always the one forgotten"),
+    "no such tl function": (lambda: plus_kernel[(4,)](X, OUT, 1000, BLOCK=256), "no function of that name"),
+    "torch inside a kernel": (lambda: torch_add_kernel[(4,)](X, OUT, 1000, BLOCK=256), "only Triton's functions"),
+    "a tensor for a scalar": (lambda: scale_kernel[(4,)](X, OUT, torch.tensor(2.0, device=cu.DEVICE), 1000, BLOCK=256),
+                              "pass a plain Python number"),
+    "runtime size in arange": (lambda: arange_n_kernel[(1,)](X, OUT, 1000), "cannot shape a block"),
+    "one argument too many": (lambda: copy_kernel[(4,)](X, OUT, 1000, 256, BLOCK=256), "arrived twice"),
     "called without a grid": (lambda: copy_kernel(X, OUT, 1000, BLOCK=256), "launched with a grid"),
 }
 
@@ -95,6 +128,12 @@ def _raises(x_ptr, n, BLOCK: tl.constexpr):
     raise NotImplementedError("write the kernel")
 
 
+def _torch_add(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    v = tl.load(x_ptr + offs, mask=offs < n)
+    tl.store(x_ptr + offs, torch.add(v, v), mask=offs < n)
+
+
 def compile_error_for_gpu(fn, block_is_constexpr: bool, block: int = 256):
     """Compile fn for sm_90 with Triton's front end, which runs on a CPU; return the error."""
     try:
@@ -110,6 +149,10 @@ def compile_error_for_gpu(fn, block_is_constexpr: bool, block: int = 256):
         triton.compile(src, target=GPUTarget("cuda", 90, 32))
     except CompilationError as e:
         return e
+    except RuntimeError as e:        # a function Triton cannot compile is refused before code generation
+        if "Unsupported function" in str(e):
+            return e
+        pytest.skip(f"front-end compile unavailable here: {type(e).__name__}: {e}")
     except Exception as e:  # noqa: BLE001
         pytest.skip(f"front-end compile unavailable here: {type(e).__name__}: {e}")
     pytest.fail("the compile should have failed")
@@ -120,6 +163,7 @@ def compile_error_for_gpu(fn, block_is_constexpr: bool, block: int = 256):
     (_np2, True, 300, "power-of-two BLOCK"),
     (_runtime_block, False, 256, "BLOCK: tl.constexpr"),
     (_raises, True, 256, "cannot raise"),
+    (_torch_add, True, 256, "only Triton's functions"),
 ])
 def test_explains_gpu_compile_errors(fn, constexpr, block, says):
     hint = hints.explain(compile_error_for_gpu(fn, constexpr, block))
@@ -205,7 +249,8 @@ def test_an_unrecognised_triton_error_names_no_exercise_hint():
 
 def test_a_known_triton_error_is_explained_and_names_no_exercise_hint():
     from course_utils import check
-    with pytest.raises(CheckFailed, match="No function definition found") as e:
+    # Triton 3.9 says so; 3.6 (Colab's, the GPUs') fails on the regular expression that finds no `def`
+    with pytest.raises(CheckFailed, match="No function definition found|no attribute 'start'") as e:
         check.online_softmax(online_softmax_jitting_a_lambda)
     assert "Hint: Triton compiles a kernel from its source" in str(e.value)
     assert e.value.diagnosis is None and "See hint" not in str(e.value)

@@ -79,7 +79,17 @@ def test_a_guess_against_a_model_is_shown_but_not_scored(_headless):
     rows = {r["key"]: r for r in board.rows}
     assert rows["m.model"]["close"] is None and rows["m.model"]["modelled"]
     assert "model, not scored" in repr(board)
-    assert "0 of 1 close (numbers: within 2x; choices: right); 1 revealed by a model, not scored" in repr(board)
+    assert "0 of 1 close (counts: exact; other numbers: within 2x; choices: right); 1 revealed by a model, not scored" in repr(board)
+
+
+def test_a_count_is_close_only_when_it_is_exact(_headless):
+    """Bytes per element or programs in a grid have one right answer: 8 against 16 is a miss, not 'within 2x'."""
+    predict.number("c.half", "q", lambda: 16, default=8, label="counted")
+    predict.number("c.exact", "q", lambda: 16, default=16.0, label="counted")
+    predict.number("c.timed", "q", lambda: 16.0, default=8, label="measured")
+    rows = {r["key"]: r for r in predict.scoreboard().rows}
+    assert rows["c.half"]["close"] is False and rows["c.exact"]["close"] is True
+    assert rows["c.timed"]["close"] is True
 
 
 def test_scoreboard_without_a_log():

@@ -158,9 +158,10 @@ def watching_launches():
     inner = interpreter.GridExecutor.__call__
 
     def call(self, *args, **kwargs):
+        real = lambda a: _interp.replayed_from.get(id(a), a)  # noqa: E731  (a GPU replay runs on copies)
         record = KernelCall(getattr(self.fn, "__name__", "kernel"),
-                            {**dict(zip(self.arg_names, args)),
-                             **{k: v for k, v in kwargs.items() if k in self.arg_names}},
+                            {**{k: real(a) for k, a in zip(self.arg_names, args)},
+                             **{k: real(v) for k, v in kwargs.items() if k in self.arg_names}},
                             tuple(getattr(self, "constexprs", None) or _constexprs(self.fn)))
 
         def listen(launch):
@@ -222,14 +223,30 @@ def inputs_kept(out, inputs, *, name: str, case: str = "", launch: KernelCall | 
                                                                   "which must stay as it was. ")
     if launch is not None and isinstance(out, torch.Tensor):
         tensors = [(lb, t) for lb, t, _ in inputs] + [("the output", out)]
-        received = [f"`{p}` received {lb}" for p, v in launch.args.items() if isinstance(v, torch.Tensor) and v.numel()
-                    for lb, t in tensors if t.numel() and v.data_ptr() == t.data_ptr()]
+        pairs = [(p, lb) for p, v in launch.args.items() if isinstance(v, torch.Tensor) and v.numel()
+                 for lb, t in tensors if t.numel() and v.data_ptr() == t.data_ptr()]
+        received = [f"`{p}` received {lb}" for p, lb in pairs]
+        inputs_named = {lb for lb, _, _ in inputs}
+        if len(pairs) == len(tensors) and all(_named_for(p, lb, inputs_named) for p, lb in pairs):
+            into = next(p for p, lb in pairs if lb == label)
+            to = next(p for p, lb in pairs if lb == "the output")
+            fail(what + f"The launch hands each tensor to the parameter of its name ({', '.join(received)}), so "
+                 f"its order is not the cause: the kernel itself stores through `{into}`. Does a tl.store write "
+                 f"to `{into} + offsets` where it means `{to} + offsets`?", "store-pointer")
         if received:
             what += (f"The kernel declares ({', '.join(launch.args)}), and "
                      f"{', '.join(received[:-1])} and {received[-1]}: " if len(received) > 1 else f"{received[0]}: ")
     fail(what + "the launch passes its arguments in another order than the kernel declares its parameters. "
          "Triton matches them by position, as Python does: pass the inputs and the output in the kernel's order.",
          "argument-order")
+
+
+def _named_for(param: str, label: str, inputs: set) -> bool:
+    """Does the kernel's parameter name say it is for this tensor: `x_ptr` for x, `out_ptr` for the output?"""
+    name = param.lower().removesuffix("_ptr")
+    if label == "the output":
+        return name.startswith("out") or (name in ("y", "o", "dst", "result") and name not in inputs)
+    return name == label.lower()
 
 
 def _pow2(b: int) -> bool:
@@ -513,8 +530,12 @@ def listed(values, unique: bool = False) -> str:
 BYTES_SLACK = 0.05
 
 
-def budget(fn, args, *, name: str, launches: int, bytes: int, slack: float = BYTES_SLACK):
-    """Count the trips of one call and fail if it launches or moves more than the budget allows."""
+def budget(fn, args, *, name: str, launches: int, bytes: int, slack: float = BYTES_SLACK,
+           store_once: bool = False):
+    """Count the trips of one call and fail if it launches or moves more than the budget allows.
+
+    store_once: the exercise writes each output element once (an element-wise chain). Stores repeated on the
+    same addresses move no more distinct bytes, so only the stores the kernel asked for show them."""
     t = trips.count(run, fn, *args, name=name, poison=False)
     if t.launches == 0:
         fail(f"`{name}` launched no kernel at all: did it compute on the CPU side, or return early?", "no-launch")
@@ -525,4 +546,10 @@ def budget(fn, args, *, name: str, launches: int, bytes: int, slack: float = BYT
         fail(f"`{name}` moved {t.bytes} bytes; the budget is {bytes}, {bytes * (1 + slack):.0f} with its "
              f"{100 * slack:g} % slack: something is read or written "
              f"more than once, or an intermediate goes to memory.\n{t.table()}", "bytes")
+    if store_once and t.launches and t.requested_written > t.bytes_written * (1 + slack):
+        times = t.requested_written / max(t.bytes_written, 1)
+        fail(f"`{name}` stored {t.requested_written} bytes into an output of {t.bytes_written}: every element "
+             f"is written about {times:.0f} times. Is a tl.store inside the loop? Between the load and the "
+             "one store at the end the values stay in registers, so each element needs storing once.\n"
+             f"{t.table()}", "repeat-store")
     return t

@@ -110,7 +110,8 @@ def _check_1d(fn, *, name: str, inputs, reference, wrong_answers, tol=None, n_in
             result.cases.append(f"{str(dtype)[6:]} n = {n}")
             case += 1
     n = BUDGET_N
-    traffic = budget(fn, inputs(n, torch.float32, case), name=name, launches=1, bytes=(n_inputs + 1) * 4 * n)
+    traffic = budget(fn, inputs(n, torch.float32, case), name=name, launches=1, bytes=(n_inputs + 1) * 4 * n,
+                     store_once=True)
     own_kernels(traffic, name, ": launch your @triton.jit kernel on a grid")
     result.traffic = traffic
     return result
@@ -148,7 +149,9 @@ def scaled_add(fn) -> Passed:
     def wrong_answers(x, y, alpha):
         xf, yf, dt = x.float(), y.float(), x.dtype
         return [((xf + yf).to(dt), f"this is x + y: alpha (= {alpha}) is never applied.", "no-alpha"),
-                ((xf + alpha * yf).to(dt), "this is x + alpha * y: alpha scales y; it belongs to x.", "alpha-on-y"),
+                ((xf + alpha * yf).to(dt), "this is x + alpha * y: alpha scales y; it belongs to x. If "
+                 "the kernel does compute alpha * x, then x and y arrive swapped: compare the launch's arguments "
+                 "with the kernel's parameters.", "alpha-on-y"),
                 ((alpha * (xf + yf)).to(dt), "this is alpha * (x + y): alpha scales the sum; it belongs to x alone.",
                  "alpha-on-sum"),
                 ((alpha * xf).to(dt), "this is alpha * x: y is never added.", "one-input"),

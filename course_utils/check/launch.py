@@ -41,6 +41,13 @@ def _wrong_answers(x: torch.Tensor):
     yield chain_reference(x, add=False), "only the multiplies are applied: every step also adds SHIFT.", "missing-op"
     yield (chain_reference(x, multiply=False),
            "only the adds are applied: every step also multiplies by SCALE.", "missing-op")
+    yield x * SCALE ** pairs + SHIFT * pairs, (
+        f"all {pairs} multiplies come first and all {pairs} adds after them (two loops, or SHIFT * {pairs} "
+        "added at the end). The order matters: each add is scaled by the multiplies that follow it. One loop, "
+        "each step x * SCALE then + SHIFT."), "order"
+    yield (x + SHIFT * pairs) * SCALE ** pairs, (
+        f"all {pairs} adds come first and all {pairs} multiplies after them. The order matters: one loop, each "
+        "step x * SCALE then + SHIFT."), "order"
     y = x
     for k in range(1, 4 * pairs + 1):     # one more step at a time: k steps cost k, not k*(k+1)/2, ops
         y = chain_reference(y, 1)
@@ -74,5 +81,6 @@ def tiny_chain(fn) -> Passed:
                               "it should be added?")
         result.cases.append(f"float32 n={n}")
     n = 4096
-    result.traffic = budget(fn, (torch.randn(n, device=DEVICE),), name="tiny_chain", launches=1, bytes=2 * 4 * n)
+    result.traffic = budget(fn, (torch.randn(n, device=DEVICE),), name="tiny_chain", launches=1, bytes=2 * 4 * n,
+                            store_once=True)
     return result

@@ -50,12 +50,40 @@ def _wrong_answers():
             f"the compute term is {off}: TFLOP/s vs FLOPs/ms units? {units}."), "units"
 
 
+def _units_and_combination(got_all) -> str | None:
+    """Two mistakes at once, which the list above does not hold: each term scaled by its own power of 1000
+    (a unit left out or doubled) and the terms combined by max, sum or min. None if no such reading fits."""
+    terms = [_terms(*c) for c in _CASES]
+    factors = [10.0 ** e for e in range(-12, 13, 3)]
+    combine = {"max": max, "sum": lambda a, b: a + b, "min": min}
+    for how, f in combine.items():
+        for a in factors:
+            for b in factors:
+                if (a, b) == (1.0, 1.0) or not all(_same(g, f(a * m, b * c)) for g, (m, c) in zip(got_all, terms)):
+                    continue
+                said = [f"the {what} term is off by {max(x, 1 / x):.0f} (too {'large' if x > 1 else 'small'})"
+                        for what, x in (("memory", a), ("compute", b)) if x != 1.0]
+                if how != "max":
+                    said.append(f"and the two times are combined by {how}, where the bound is the larger of them")
+                return ("; ".join(said) + ". The answer is in ms: 1 GB/s is 1e6 bytes per ms, and 1 TFLOP/s "
+                        "is 1e9 FLOPs per ms.")
+    return None
+
+
 def roofline_time(fn) -> Passed:
     """fn(flops, bytes, copy_gbps, matmul_tflops) -> the roofline lower bound on run time, in ms."""
     result = Passed("roofline_time")
     got_all = []
     for case in _CASES:
-        got = run(fn, *case, name="roofline_time", poison=False)
+        try:
+            got = run(fn, *case, name="roofline_time", poison=False)
+        except CheckFailed as e:
+            if e.diagnosis is not None:
+                raise
+            # the student's own error (a ZeroDivisionError, most often): say which case the check tried
+            raise CheckFailed(f"{e}\nThat was roofline_time({case[0]:g}, {case[1]:g}, {case[2]:g}, {case[3]:g}). "
+                              "A kernel may do no FLOPs (a copy) or move no bytes: then that time is 0, and the "
+                              "bound is the other one.", None) from e.__cause__
         if got is None:
             fail("`roofline_time` returned None: did you forget `return`?", "return")
         try:
@@ -71,6 +99,9 @@ def roofline_time(fn) -> Passed:
     for wrong, message, key in _wrong_answers():
         if all(_same(g, wrong(*_terms(*c))) for g, c in zip(got_all, _CASES)):
             fail(f"`roofline_time`: {message}", key)
+    found = _units_and_combination(got_all)
+    if found is not None:
+        fail(f"`roofline_time`: {found}", "units")
     i = next(i for i, (g, w) in enumerate(zip(got_all, wants)) if not _same(g, w))
     flops, nbytes, gbps, tflops = _CASES[i]
     m, c = _terms(*_CASES[i])
