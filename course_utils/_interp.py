@@ -129,6 +129,9 @@ def _describe(kind: str, launch: Launch, bad: np.ndarray, n_active: int, itemsiz
             msg += " That is before its start: are the offsets negative?"
         elif lo_el == hi_el == nearest.numel and not all_enabled:
             msg += " Exactly one element past the end: an off-by-one mask (`<=` where `<` belongs)?"
+        elif itemsize > 1 and nearest.numel <= hi_el < nearest.numel * itemsize:
+            msg += (f" Do the offsets count bytes? `{nearest.name} + offsets` counts elements (a pointer knows "
+                    f"its dtype), so the offsets need no × {itemsize}.")
     msg += (" Every lane of this access was enabled: is the tail masked (mask=offsets < n)?" if all_enabled
             else " The mask let these lanes through: compare the mask with the tensor's real size.")
     return msg

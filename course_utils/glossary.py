@@ -142,8 +142,8 @@ TERMS = (
          "01_count_the_trips"),
     Term("thread", r"\bthreads?\b",
          "The GPU's smallest unit of execution: one stream of instructions with its own registers. A GPU runs "
-         "tens of thousands at once; Triton spreads each program's block over a few hundred of them for "
-         "you.", "01_count_the_trips"),
+         "tens of thousands at once; Triton spreads each program's block over 128 of them (unless asked "
+         "for another number) for you.", "01_count_the_trips"),
     Term("mask", r"\bmask(s|ed|ing)?\b",
          "A vector of booleans, one per lane, given to tl.load and tl.store: where it is False nothing is "
          "read or written. It switches off the lanes of the last block that lie past the end of the "

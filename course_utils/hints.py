@@ -99,6 +99,12 @@ _HINTS = [
      "a tensor arrived where the kernel computes with a number. A tensor passed at launch becomes a pointer, "
      "not a value: pass a plain Python number for a scalar (float(alpha), or alpha.item() of a one-element "
      "tensor)."),
+    ("'torch.Size' object",
+     "a shape (x.shape) reached the kernel where it expects a number: pass the element count, x.numel(), or "
+     "one dimension, x.shape[0]."),
+    ("has no attribute 'is_ptr'",
+     "a tensor was passed where the kernel declares a tl.constexpr, a number fixed when the kernel compiles "
+     "(SCALE=0.99, BLOCK=1024): pass a plain Python number there."),
     ("out of resource",
      "the block needs more on-chip memory than one SM has: use a smaller BLOCK."),
 ]
@@ -163,6 +169,15 @@ def _source_without_def(exc: BaseException) -> bool:
     return False
 
 
+def _indexed_a_pointer(exc: BaseException) -> bool:
+    """`x_ptr[offsets]`, a tensor's indexing written on a kernel's pointer: Triton's __getitem__ fails inside."""
+    for e in _chain(exc):
+        if isinstance(e, TypeError) and any(_in(f, _TRITON_DIR) and f.f_code.co_name == "__getitem__"
+                                            for f in _frames(e)):
+            return True
+    return False
+
+
 def explain(exc: BaseException) -> str | None:
     """A plain hint for the Triton errors students meet most, or None: never for a check's own verdict."""
     if _a_verdict(exc):
@@ -171,6 +186,9 @@ def explain(exc: BaseException) -> str | None:
         return _RAISE_IN_KERNEL
     if _called_without_grid(exc):
         return _NO_GRID
+    if _indexed_a_pointer(exc):
+        return ("a kernel does not index a pointer like a tensor (x_ptr[offsets]): it adds the offsets to "
+                "the pointer and loads, tl.load(x_ptr + offsets, mask=mask), and stores the same way.")
     if _source_without_def(exc):
         return dict(_HINTS)["No function definition found for kernel"]
     text = " | ".join(_message(e) for e in _chain(exc))

@@ -7,6 +7,8 @@ for it (about a second on a fresh machine).
 """
 from __future__ import annotations
 
+import textwrap
+
 import numpy as np
 
 
@@ -93,10 +95,13 @@ def bars(report_or_dict, *, ax=None, ylabel=None, title=None):
         measured = r.measured
     else:
         names, values = list(report_or_dict), list(report_or_dict.values())
-    ax = _axes(ax, size=(max(4.0, 1.3 * len(names) + 2), 3.6))
+    width = max(4.0, 1.3 * len(names) + 2)
+    ax = _axes(ax, size=(width, 3.6))
     heights = [v if v is not None else 0 for v in values]
-    bars_ = ax.bar(names, heights, color=["#4c72b0" if measured else "#bbbbbb"] * len(names),
+    bars_ = ax.bar(range(len(names)), heights, color=["#4c72b0" if measured else "#bbbbbb"] * len(names),
                    edgecolor="black", hatch=None if measured else "//")
+    # long names ("torch.add(y, x, alpha)") on two or three lines, so that neighbours do not overlap
+    ax.set_xticks(range(len(names)), [textwrap.fill(str(n), 16) for n in names])
     for b, v in zip(bars_, values):
         text = "not written yet" if v is None else f"{v:.3g}"
         ax.annotate(text, (b.get_x() + b.get_width() / 2, b.get_height()), ha="center", va="bottom",
@@ -104,7 +109,7 @@ def bars(report_or_dict, *, ax=None, ylabel=None, title=None):
     ax.set_ylabel(ylabel or "")
     if not measured:
         title = (title + ": " if title else "") + "MODEL, not measured"
-    ax.set_title(title or "")
+    ax.set_title(textwrap.fill(title or "", int(7.5 * width)))    # about the characters the width holds
     ax.margins(y=0.15)
     return ax
 
@@ -190,7 +195,7 @@ def memory_hierarchy(ceilings, ax=None):
     copy = (f"a copy measured {ceilings.copy_gbps:,.0f} GB/s" if ceilings.measured else "copy not measured here")
     levels = [  # (name, bytes on the whole GPU, what it is, on chip?)
         ("registers", REGISTER_BYTES_PER_SM * card.sms,
-         f"{REGISTER_BYTES_PER_SM // 1024} KiB in each of {card.sms} SMs: the values being worked on", True),
+         f"{REGISTER_BYTES_PER_SM // 1024} KiB in each of {card.sms} SMs: the values in use", True),
         ("shared memory (SRAM)", card.smem_per_block * card.sms,
          f"about {card.smem_per_block // 1024} KiB inside each SM", True),
         ("L2 cache", card.l2_mb * 2**20, f"{card.l2_mb:g} MiB, shared by all {card.sms} SMs", True),

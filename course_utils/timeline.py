@@ -38,7 +38,7 @@ SUBMIT_WORDS = ("Launch", "Memcpy", "Memset")   # cudaLaunchKernel, cuLaunchKern
 NEEDS_GPU = ("No GPU here, so there is no kernel timeline to draw: a timeline is a recording of when "
              "each kernel really ran on a GPU, and the Triton interpreter runs kernels as Python on the CPU. "
              "On a GPU this cell records one call with torch.profiler and draws every kernel as a bar on a "
-             "time axis: many thin bars with white gaps between them is the picture of a launch-bound "
+             "time axis: many thin bars with idle gaps between them is the picture of a launch-bound "
              "program, a few wide bars with no gaps is a busy GPU.")
 
 

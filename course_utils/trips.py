@@ -109,7 +109,11 @@ class Trips:
 def _fmt(n: float) -> str:
     for unit in ("B", "KiB", "MiB", "GiB"):
         if abs(n) < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+            if unit == "B":
+                return f"{n:.0f} {unit}"
+            # 6.25 KiB as "6.25", not "6.2": two halves of 12.5 KiB should add up on the page
+            two = abs(n) < 10 and abs(n - round(n, 1)) > 1e-9
+            return f"{n:.2f} {unit}" if two else f"{n:.1f} {unit}"
         n /= 1024
 
 

@@ -32,6 +32,8 @@ WRONG = {
                       "term is off by 1000000000"),
     "intensity": (lambda f, b, g, t: f / b,
                   r"raised ZeroDivisionError.*\nThat was roofline_time\(5e\+11, 0, .*no bytes"),
+    "GiB for GB": (lambda f, b, g, t: max(b / (g * 2**30) * 1e3, f / (t * 1e9)),
+                   r"memory term is off by a factor 1.07 \(too small\) \(a binary prefix: 1 GB is 1e9 bytes"),
     "no return": (lambda f, b, g, t: None, "None"),
     "a string": (lambda f, b, g, t: "1 ms", "one number"),
     "constant": (lambda f, b, g, t: 1.0, "expected"),
@@ -57,6 +59,7 @@ def test_mistakes_are_rejected_with_a_diagnosis(name):
     ("TFLOP/s slip", "units", 2),
     ("seconds, summed", "units", 2),
     ("no conversion", "units", 2),
+    ("GiB for GB", "units", 2),
 ])
 def test_failures_name_their_hint(name, diagnosis, hint):
     from course_utils import check

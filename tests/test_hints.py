@@ -39,6 +39,13 @@ def copy_kernel_no_mask(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
 
 
 @triton.jit
+def copy_kernel_byte_offsets(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs * 4, mask=mask), mask=mask)
+
+
+@triton.jit
 def copy_kernel_that_raises(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     raise NotImplementedError("write the kernel")
 
@@ -61,6 +68,18 @@ def torch_add_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
 def scale_kernel(x_ptr, out_ptr, alpha, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     tl.store(out_ptr + offs, alpha * tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+
+
+@triton.jit
+def indexed_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, x_ptr[offs], mask=offs < n)
+
+
+@triton.jit
+def scale_constexpr_kernel(x_ptr, out_ptr, n, SCALE: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, SCALE * tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
 
 
 @triton.jit
@@ -94,6 +113,10 @@ LAUNCHES = {
     "torch inside a kernel": (lambda: torch_add_kernel[(4,)](X, OUT, 1000, BLOCK=256), "only Triton's functions"),
     "a tensor for a scalar": (lambda: scale_kernel[(4,)](X, OUT, torch.tensor(2.0, device=cu.DEVICE), 1000, BLOCK=256),
                               "pass a plain Python number"),
+    "a pointer indexed like a tensor": (lambda: indexed_kernel[(4,)](X, OUT, 1000, BLOCK=256), "tl.load(x_ptr + offsets"),
+    "a shape for a size": (lambda: copy_kernel[(4,)](X, OUT, X.shape, BLOCK=256), "x.numel()"),
+    "a tensor for a constexpr": (lambda: scale_constexpr_kernel[(4,)](X, OUT, 1000, SCALE=torch.tensor(0.99),
+                                                                       BLOCK=256), "a plain Python number there"),
     "runtime size in arange": (lambda: arange_n_kernel[(1,)](X, OUT, 1000), "cannot shape a block"),
     "one argument too many": (lambda: copy_kernel[(4,)](X, OUT, 1000, 256, BLOCK=256), "arrived twice"),
     "called without a grid": (lambda: copy_kernel(X, OUT, 1000, BLOCK=256), "launched with a grid"),
@@ -105,6 +128,13 @@ def test_explains_launch_errors(case):
     launch, says = LAUNCHES[case]
     hint = hints.explain(error_of(launch))
     assert hint is not None and says in hint, hint
+
+
+@pytest.mark.skipif(ON_A_GPU, reason="on a GPU an unmasked store corrupts memory instead of raising")
+def test_byte_offsets_are_named_not_the_mask():
+    e = error_of(lambda: copy_kernel_byte_offsets[(4,)](X, OUT, 1000, BLOCK=256))
+    assert isinstance(e, _interp.OutOfBounds) and "Do the offsets count bytes?" in str(e), str(e)
+    assert "`x_ptr + offsets` counts elements" in str(e)
 
 
 @pytest.mark.skipif(ON_A_GPU, reason="on a GPU an unmasked store corrupts memory instead of raising")

@@ -54,15 +54,26 @@ def _units_and_combination(got_all) -> str | None:
     """Two mistakes at once, which the list above does not hold: each term scaled by its own power of 1000
     (a unit left out or doubled) and the terms combined by max, sum or min. None if no such reading fits."""
     terms = [_terms(*c) for c in _CASES]
-    factors = [10.0 ** e for e in range(-12, 13, 3)]
+    powers = [10.0 ** e for e in range(-12, 13, 3)]
+    # 2**30 bytes taken for a GB, or 2**40 FLOPs for a TFLOP: binary prefixes where the rates are decimal
+    memory = [(p * k, binary) for p in powers for k, binary in ((1.0, False), (1e9 / 2**30, True), (2**30 / 1e9, True))]
+    compute = [(p * k, binary) for p in powers for k, binary in ((1.0, False), (1e12 / 2**40, True),
+                                                                 (2**40 / 1e12, True))]
     combine = {"max": max, "sum": lambda a, b: a + b, "min": min}
+
+    def off(what, x, binary):
+        size = f"{max(x, 1 / x):.0f}" if not binary or max(x, 1 / x) > 10 else f"a factor {max(x, 1 / x):.3g}"
+        why = (f" (a binary prefix: 1 {'GB' if what == 'memory' else 'TFLOP'} is "
+               f"{'1e9 bytes, not 2**30' if what == 'memory' else '1e12 FLOPs, not 2**40'})") if binary else ""
+        return f"the {what} term is off by {size} (too {'large' if x > 1 else 'small'}){why}"
+
     for how, f in combine.items():
-        for a in factors:
-            for b in factors:
+        for a, a_bin in memory:
+            for b, b_bin in compute:
                 if (a, b) == (1.0, 1.0) or not all(_same(g, f(a * m, b * c)) for g, (m, c) in zip(got_all, terms)):
                     continue
-                said = [f"the {what} term is off by {max(x, 1 / x):.0f} (too {'large' if x > 1 else 'small'})"
-                        for what, x in (("memory", a), ("compute", b)) if x != 1.0]
+                said = [off(what, x, binary) for what, x, binary in (("memory", a, a_bin), ("compute", b, b_bin))
+                        if x != 1.0]
                 if how != "max":
                     said.append(f"and the two times are combined by {how}, where the bound is the larger of them")
                 return ("; ".join(said) + ". The answer is in ms: 1 GB/s is 1e6 bytes per ms, and 1 TFLOP/s "
