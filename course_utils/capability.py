@@ -211,7 +211,7 @@ def plan(cc: tuple[int, int] | None | str = "current", name: str | None = None) 
         changes.append("matrices multiplied in smaller pieces, sized for a T4's shared memory")
     elif cc not in SMEM_PER_BLOCK:
         changes.append(f"matrices multiplied in smaller pieces, sized for the {PORTABLE_SMEM // KIB} KiB of shared "
-                       "memory most GPUs have (this GPU is not in the course's table)")
+                       "memory every GPU grants one program (this GPU is not in the course's table)")
     elif smem < SMEM_PER_BLOCK[REFERENCE_CC]:
         changes.append(f"matrices multiplied in smaller pieces (about {smem // KIB} KiB of shared memory in each "
                        "SM, against the H100's 227)")

@@ -99,8 +99,8 @@ TERMS = (
          "One pass of a whole tensor across the boundary between HBM and the chip: reading it once, or "
          "writing it once.", "00_setup"),
     Term("instruction", r"\binstructions?\b",
-         "One elementary step a processor executes: a multiply, an add, a load. A cosine takes many; a copy "
-         "of one element, a load and a store.", "00_setup"),
+         "One elementary step a processor executes: a multiply, an add, a load. A cosine takes many; a copy, "
+         "little more than a load and a store per element.", "00_setup"),
     Term("compute-bound", r"\bcompute[- ]bound\b",
          "Limited by arithmetic: the bytes arrive faster than the cores can use them, so fewer trips would "
          "not help.", "00_setup"),

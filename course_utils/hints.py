@@ -49,12 +49,12 @@ _HINTS = [
      "lesson 01's list, and Triton's documentation of triton.language for all of them."),
     ("must be Tensor, not tensor",
      "a PyTorch function (torch.add, torch.cos, ...) was called inside a kernel, on Triton's vectors. A kernel "
-     "can call only Triton's functions (tl.*), Python's operators and other @triton.jit functions: write "
-     "a + b, tl.cos(v) instead."),
+     "can call only Triton's functions (tl.*), Python's operators, a few Python built-ins (range, min, max) "
+     "and other @triton.jit functions: write a + b, tl.cos(v) instead."),
     ("Unsupported function referenced",
      "the kernel calls a function Triton cannot compile: a PyTorch function (torch.add, torch.cos) or a plain "
-     "Python one. A kernel can call only Triton's functions (tl.*), Python's operators and other "
-     "@triton.jit functions: write a + b, tl.cos(v) instead."),
+     "Python one. A kernel can call only Triton's functions (tl.*), Python's operators, a few Python "
+     "built-ins (range, min, max) and other @triton.jit functions: write a + b, tl.cos(v) instead."),
     ("constexpr",
      "a value that fixes a shape must be a compile-time constant: declare it `NAME: tl.constexpr` in the "
      "kernel's parameters and pass it as a keyword at launch."),
@@ -96,9 +96,9 @@ _HINTS = [
      "an argument arrived twice, by position and by name: count the arguments before the first `name=` "
      "at the launch against the kernel's parameters; one too many spills into the parameter named later."),
     ("invalid operands of type pointer",
-     "a tensor arrived where the kernel computes with a number. A tensor passed at launch becomes a pointer, "
-     "not a value: pass a plain Python number for a scalar (float(alpha), or alpha.item() of a one-element "
-     "tensor)."),
+     "a pointer was used as a value. Either a tensor arrived where the kernel computes with a number (a tensor "
+     "passed at launch becomes a pointer: pass a plain Python number for a scalar, float(alpha) or "
+     "alpha.item()), or the load is missing: tl.load(x_ptr + offsets, mask=mask) gives the values."),
     ("'torch.Size' object",
      "a shape (x.shape) reached the kernel where it expects a number: pass the element count, x.numel(), or "
      "one dimension, x.shape[0]."),
@@ -172,8 +172,8 @@ def _source_without_def(exc: BaseException) -> bool:
 def _indexed_a_pointer(exc: BaseException) -> bool:
     """`x_ptr[offsets]`, a tensor's indexing written on a kernel's pointer: Triton's __getitem__ fails inside."""
     for e in _chain(exc):
-        if isinstance(e, TypeError) and any(_in(f, _TRITON_DIR) and f.f_code.co_name == "__getitem__"
-                                            for f in _frames(e)):
+        if isinstance(e, TypeError) and "not iterable" in str(e) and any(
+                _in(f, _TRITON_DIR) and f.f_code.co_name == "__getitem__" for f in _frames(e)):
             return True
     return False
 

@@ -219,7 +219,7 @@ class Scoreboard:
         lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in [self._head] + body]
         hits = sum(r["close"] is True for r in self.rows)
         models = sum(bool(r.get("modelled")) for r in self.rows)
-        tail = [f"{hits} of {len(self.rows) - models} close (counts: exact; other numbers: within 2x; choices: right)"
+        tail = [f"{hits} of {len(self.rows) - models} close (counts: exact, to rounding; other numbers: within 2x; choices: right)"
                 + (f"; {models} revealed by a model, not scored" if models else "")]
         return "\n".join(lines + tail + ([self._pending()] if self.unrevealed else [])
                          + ([self.hints_line] if self.hints_line else []))

@@ -213,7 +213,7 @@ def test_cos_chain_accepts_a_fused_kernel():
     (cos_chain_fp16_cos, r"fp16 input with k=1: tl.cos works on fp32"),
     (cos_chain_through_memory, r"with k=1 .*moved \d+ bytes; the budget is 32768.*intermediate goes to memory"),
     (cos_chain_in_place, "changed its input x"),
-    (cos_chain_store_in_loop, r"with k=2 .*every element is written about 2 times. Is a tl.store inside the loop"),
+    (cos_chain_store_in_loop, r"with k=2 .*each element is written 2 times on average. Is a tl.store inside the loop"),
     (lambda x, k: x, "the output equals the input: no cosine was applied"),
     (lambda x, k: None, "returned None"),
     (lambda x, k: cos_chain(x, k).double(), "keep the input's dtype"),

@@ -79,7 +79,7 @@ def test_a_guess_against_a_model_is_shown_but_not_scored(_headless):
     rows = {r["key"]: r for r in board.rows}
     assert rows["m.model"]["close"] is None and rows["m.model"]["modelled"]
     assert "model, not scored" in repr(board)
-    assert "0 of 1 close (counts: exact; other numbers: within 2x; choices: right); 1 revealed by a model, not scored" in repr(board)
+    assert "0 of 1 close (counts: exact, to rounding; other numbers: within 2x; choices: right); 1 revealed by a model, not scored" in repr(board)
 
 
 def test_a_count_is_close_only_when_it_is_exact(_headless):

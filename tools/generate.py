@@ -371,7 +371,7 @@ if "google.colab" in sys.modules:
     import importlib.metadata
     import subprocess
 
-    # --no-deps keeps Colab's own GPU build of torch, triton and ipywidgets 7 (which its widget manager expects):
+    # --no-deps keeps Colab's own torch (built for its GPU), triton and ipywidgets 7 (which its widget manager expects):
     # Colab already has every package the lessons import, so pip would only upgrade or add.
     pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
                           "feed-the-beast @ git+https://github.com/{repo}@{ref}"],

@@ -227,7 +227,9 @@ def inputs_kept(out, inputs, *, name: str, case: str = "", launch: KernelCall | 
                  for lb, t in tensors if t.numel() and v.data_ptr() == t.data_ptr()]
         received = [f"`{p}` received {lb}" for p, lb in pairs]
         inputs_named = {lb for lb, _, _ in inputs}
-        if len(pairs) == len(tensors) and all(_named_for(p, lb, inputs_named) for p, lb in pairs):
+        # only where the output was never written: a launcher that changes x itself (x *= alpha) and then
+        # launches correctly is another mistake
+        if untouched and len(pairs) == len(tensors) and all(_named_for(p, lb, inputs_named) for p, lb in pairs):
             into = next(p for p, lb in pairs if lb == label)
             to = next(p for p, lb in pairs if lb == "the output")
             fail(what + f"The launch hands each tensor to the parameter of its name ({', '.join(received)}), so "
@@ -548,8 +550,9 @@ def budget(fn, args, *, name: str, launches: int, bytes: int, slack: float = BYT
              f"more than once, or an intermediate goes to memory.\n{t.table()}", "bytes")
     if store_once and t.launches and t.requested_written > t.bytes_written * (1 + slack):
         times = t.requested_written / max(t.bytes_written, 1)
-        fail(f"`{name}` stored {t.requested_written} bytes into an output of {t.bytes_written}: every element "
-             f"is written about {times:.0f} times. Is a tl.store inside the loop? Between the load and the "
-             "one store at the end the values stay in registers, so each element needs storing once.\n"
+        fail(f"`{name}` stored {t.requested_written} bytes into an output of {t.bytes_written}: each element "
+             f"is written {times:.2g} times on average. Is a tl.store inside the loop, or is there a second "
+             "store? Between the load and the one store at the end the values stay in registers, so each "
+             "element needs storing once.\n"
              f"{t.table()}", "repeat-store")
     return t
