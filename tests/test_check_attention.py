@@ -1,6 +1,7 @@
 """check.flash_attention passes right kernels written two ways and rejects the stub, realistic wrong kernels
 (each with its diagnosis), plain PyTorch attention (right numbers, N×N bytes) and a causal kernel that loads
 the tiles it masks away."""
+import functools
 from pathlib import Path
 
 import nbformat
@@ -13,9 +14,15 @@ import attention_kernels as k
 from hinted import assert_names_hint
 
 
+@functools.cache
+def passed(right):
+    """The check's verdict on a right kernel, run once for every test here that reads it (a run takes seconds)."""
+    return check.flash_attention(right)
+
+
 @pytest.mark.parametrize("right", [k.flash_attention, k.flash_attention_other_tiles])
 def test_accepts_correct_kernels(right):
-    r = check.flash_attention(right)
+    r = passed(right)
     assert "✓" in repr(r) and r.traffic.launches == 1
     assert r.traffic.bytes == 4 * 1 * 2 * 96 * 32 * 2      # q, k, v read once and o written once, fp16
 
@@ -84,7 +91,7 @@ def test_the_contract_names_every_case_tolerance_and_budget():
 
 
 def test_the_checks_cases_come_from_CASES():
-    r = check.flash_attention(k.flash_attention)
+    r = passed(k.flash_attention)
     shapes = attention.CASES[:len(attention._SHAPES)]
     for b_, h, n, d in (eval(s) for s in shapes):
         assert any(f"B={b_} H={h} N={n} D={d}" in case for case in r.cases)

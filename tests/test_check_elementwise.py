@@ -8,44 +8,55 @@ import kernels as k
 from hinted import assert_names_hint
 
 
+def assert_rejects(checker, wrong, message, diagnosis, hint):
+    """One run of the checker on a wrong kernel serves every assertion about it: the message, and where the row
+    gives them, the diagnosis and the hint that addresses it."""
+    with pytest.raises(check.CheckFailed, match=message) as e:
+        getattr(check, checker)(wrong)
+    if diagnosis is not None:
+        assert e.value.diagnosis == diagnosis
+    if hint is not None:
+        assert_names_hint(e.value, checker, hint)
+
+
 def test_vector_add_accepts_a_correct_kernel():
     r = check.vector_add(k.vector_add)
     assert "✓" in repr(r) and r.traffic.launches == 1
 
 
-@pytest.mark.parametrize("wrong, message", [
-    (k.vector_add_stub, "still the stub"),
-    (k.vector_add_blank, "never written"),
-    (k.vector_add_no_mask, "n = 1000.*is the tail masked"),
+@pytest.mark.parametrize("wrong, message, diagnosis, hint", [
+    (k.vector_add_stub, "still the stub", "stub", 1),
+    (k.vector_add_blank, "never written", "no-store", 1),
+    (k.vector_add_no_mask, "n = 1000.*is the tail masked", "out-of-bounds", 2),
     (k.vector_add_floor_grid, r"grid is too small. 7 programs × BLOCK 128 = 896.*the last \d+ elements were never "
-                              r"written.*triton.cdiv\(n, BLOCK\) = 8 programs"),
-    (k.vector_add_off_by_one, "one element past the end"),
-    (k.vector_add_two_passes, "not fused"),
-    (k.vector_add_zero_grid, "0 programs.*triton.cdiv"),
-    (k.vector_add_no_stride, "programs overlap.*pid \\* BLOCK"),
+                              r"written.*triton.cdiv\(n, BLOCK\) = 8 programs", "grid-too-small", 2),
+    (k.vector_add_off_by_one, "one element past the end", None, None),
+    (k.vector_add_two_passes, "not fused", "launches", 1),
+    (k.vector_add_zero_grid, "0 programs.*triton.cdiv", "grid-zero", 2),
+    (k.vector_add_no_stride, "programs overlap.*pid \\* BLOCK", "overlap", 2),
     # every program on block 0: right up to n = 1024 (BLOCK), so the case that fails is named, and the grid,
     # big enough, is not blamed
     (k.vector_add_block_zero, r"^`vector_add` \(n = 1025, float32\): the grid is big enough \(2 programs × 1024 = 2048 "
                               r"≥ n = 1025\), but every program seems to work on block 0.*the last element was never "
-                              r"written.*pid \* BLOCK"),
-    (k.vector_add_grid_per_element, "1000 programs for n = 1000.*one per element"),
+                              r"written.*pid \* BLOCK", "overlap", 2),
+    (k.vector_add_grid_per_element, "1000 programs for n = 1000.*one per element", "grid-per-element", 2),
     # the launch's arguments in another order than the kernel's parameters: the store lands in y, an input
     (k.vector_add_out_first, r"^`vector_add` \(n = 1000, float32\): the kernel stored into y, an input, and never into "
                              r"the output. The kernel declares \(x_ptr, y_ptr, out_ptr, n, BLOCK\), and `x_ptr` "
                              r"received the output, `y_ptr` received x and `out_ptr` received y: the launch passes its "
-                             r"arguments in another order.*by position"),
+                             r"arguments in another order.*by position", "argument-order", 1),
     (k.vector_add_out_second, r"stored into y, an input, and never into the output.*`y_ptr` received the output and "
-                              r"`out_ptr` received y"),
-    (k.vector_add_x_twice, "x \\+ x: is the second load reading from x_ptr"),
-    (k.vector_add_torch, "with PyTorch \\(aten.add\\), not with a Triton kernel"),
-    (lambda x, y: x, "never add|equals x|is y loaded"),
-    (lambda x, y: None, "returned None"),
-    (lambda x, y: (x + y).float(), "keep the input's dtype"),
-    ("vector_add", "takes your function"),
+                              r"`out_ptr` received y", "argument-order", 1),
+    (k.vector_add_x_twice, "x \\+ x: is the second load reading from x_ptr", "same-pointer", 1),
+    (k.vector_add_torch, "with PyTorch \\(aten.add\\), not with a Triton kernel", "pytorch", 1),
+    (lambda x, y: x, "never add|equals x|is y loaded", None, None),
+    (lambda x, y: None, "returned None", None, None),
+    (lambda x, y: (x + y).float(), "keep the input's dtype", None, None),
+    ("vector_add", "takes your function", None, None),
 ])
-def test_vector_add_rejects(wrong, message):
-    with pytest.raises(check.CheckFailed, match=message):
-        check.vector_add(wrong)
+def test_vector_add_rejects(wrong, message, diagnosis, hint):
+    """Also checks the failure's diagnosis and the hint of lesson 03 it names, where the row gives them."""
+    assert_rejects("vector_add", wrong, message, diagnosis, hint)
 
 
 def test_vector_add_accepts_other_block_sizes():
@@ -61,58 +72,28 @@ def test_scaled_add_accepts_float32_arithmetic():
     check.scaled_add(k.scaled_add_fp32_math)
 
 
-@pytest.mark.parametrize("wrong, message", [
-    (k.scaled_add_stub, "still the stub"),
-    (k.scaled_add_no_alpha, r"this is x \+ y: alpha \(= 2.5\) is never applied"),
-    (k.scaled_add_alpha_on_y, r"x \+ alpha \* y: alpha scales y"),
-    (k.scaled_add_alpha_on_sum, r"alpha \* \(x \+ y\): alpha scales the sum"),
-    (k.scaled_add_no_mask, "n = 1000.*is the tail masked"),
-    (k.scaled_add_floor_grid, r"grid is too small.*triton.cdiv\(n, BLOCK\) = 8 programs"),
+@pytest.mark.parametrize("wrong, message, diagnosis, hint", [
+    (k.scaled_add_stub, "still the stub", "stub", 1),
+    (k.scaled_add_no_alpha, r"this is x \+ y: alpha \(= 2.5\) is never applied", "no-alpha", 2),
+    (k.scaled_add_alpha_on_y, r"x \+ alpha \* y: alpha scales y", "alpha-on-y", 2),
+    (k.scaled_add_alpha_on_sum, r"alpha \* \(x \+ y\): alpha scales the sum", "alpha-on-sum", 2),
+    (k.scaled_add_no_mask, "n = 1000.*is the tail masked", None, None),
+    (k.scaled_add_floor_grid, r"grid is too small.*triton.cdiv\(n, BLOCK\) = 8 programs", "grid-too-small", 1),
     (k.scaled_add_n_alpha_swapped, r"^`scaled_add` \(n = 1000, float32\): the kernel's parameter `alpha` received 1000, "
-                                   r"and `n` received alpha = 2.5.*matches them by position"),
-    (k.scaled_add_alpha_constexpr, r"`alpha` is declared tl.constexpr.*every new value of alpha compiles a new kernel"),
+                                   r"and `n` received alpha = 2.5.*matches them by position", "argument-order", 2),
+    (k.scaled_add_alpha_constexpr, r"`alpha` is declared tl.constexpr.*every new value of alpha compiles a new kernel",
+     "alpha-constexpr", 2),
     (k.scaled_add_loads_alpha, r"^`scaled_add` \(n = 1000, float32\): the kernel loads alpha as if it were a pointer "
-                               r"\(tl.load\(alpha\)\). alpha arrives as a number, not as a pointer to one: use it directly"),
-    (k.scaled_add_eager, "2 launches where 1 should do: this is not fused"),
-    (k.scaled_add_torch_fused, r"with PyTorch \(aten.add\)"),
-    (lambda x, y, alpha: y, "equals y"),
-    (lambda x, y, alpha: None, "returned None"),
+                               r"\(tl.load\(alpha\)\). alpha arrives as a number, not as a pointer to one: use it directly",
+     "alpha-loaded", 2),
+    (k.scaled_add_eager, "2 launches where 1 should do: this is not fused", "launches", 1),
+    (k.scaled_add_torch_fused, r"with PyTorch \(aten.add\)", None, None),
+    (lambda x, y, alpha: y, "equals y", None, None),
+    (lambda x, y, alpha: None, "returned None", None, None),
 ])
-def test_scaled_add_rejects(wrong, message):
-    with pytest.raises(check.CheckFailed, match=message):
-        check.scaled_add(wrong)
-
-
-# --- vector_add, scaled_add: each failure names its diagnosis and the hint of lesson 03 for it ----------
-@pytest.mark.parametrize("checker, wrong, diagnosis, hint", [
-    ("vector_add", k.vector_add_stub, "stub", 1),
-    ("vector_add", k.vector_add_blank, "no-store", 1),
-    ("vector_add", k.vector_add_x_twice, "same-pointer", 1),
-    ("vector_add", k.vector_add_two_passes, "launches", 1),
-    ("vector_add", k.vector_add_torch, "pytorch", 1),
-    ("vector_add", k.vector_add_floor_grid, "grid-too-small", 2),
-    ("vector_add", k.vector_add_zero_grid, "grid-zero", 2),
-    ("vector_add", k.vector_add_no_stride, "overlap", 2),
-    ("vector_add", k.vector_add_block_zero, "overlap", 2),
-    ("vector_add", k.vector_add_no_mask, "out-of-bounds", 2),
-    ("vector_add", k.vector_add_grid_per_element, "grid-per-element", 2),
-    ("vector_add", k.vector_add_out_first, "argument-order", 1),
-    ("vector_add", k.vector_add_out_second, "argument-order", 1),
-    ("scaled_add", k.scaled_add_stub, "stub", 1),
-    ("scaled_add", k.scaled_add_floor_grid, "grid-too-small", 1),
-    ("scaled_add", k.scaled_add_eager, "launches", 1),
-    ("scaled_add", k.scaled_add_no_alpha, "no-alpha", 2),
-    ("scaled_add", k.scaled_add_alpha_on_y, "alpha-on-y", 2),
-    ("scaled_add", k.scaled_add_alpha_on_sum, "alpha-on-sum", 2),
-    ("scaled_add", k.scaled_add_n_alpha_swapped, "argument-order", 2),
-    ("scaled_add", k.scaled_add_alpha_constexpr, "alpha-constexpr", 2),
-    ("scaled_add", k.scaled_add_loads_alpha, "alpha-loaded", 2),
-])
-def test_lesson_03_failures_name_their_hint(checker, wrong, diagnosis, hint):
-    with pytest.raises(check.CheckFailed) as e:
-        getattr(check, checker)(wrong)
-    assert e.value.diagnosis == diagnosis
-    assert_names_hint(e.value, checker, hint)
+def test_scaled_add_rejects(wrong, message, diagnosis, hint):
+    """Also checks the failure's diagnosis and the hint of lesson 03 it names, where the row gives them."""
+    assert_rejects("scaled_add", wrong, message, diagnosis, hint)
 
 
 def test_bias_gelu_accepts_a_correct_kernel():
@@ -120,16 +101,16 @@ def test_bias_gelu_accepts_a_correct_kernel():
     assert r.traffic.launches == 1
 
 
-@pytest.mark.parametrize("wrong, message", [
-    (k.bias_gelu_stub, "still the stub"),
-    (k.bias_gelu_no_bias, "bias is never added"),
-    (k.bias_gelu_bias_by_row, "indexed by row"),
-    (k.bias_gelu_unfused, "2 launches.*not fused"),
-    (lambda x, b: x + b, "GELU is never applied"),
+@pytest.mark.parametrize("wrong, message, diagnosis, hint", [
+    (k.bias_gelu_stub, "still the stub", "stub", 1),
+    (k.bias_gelu_no_bias, "bias is never added", "no-bias", 1),
+    (k.bias_gelu_bias_by_row, "indexed by row", None, None),
+    (k.bias_gelu_unfused, "2 launches.*not fused", None, None),
+    (lambda x, b: x + b, "GELU is never applied", None, None),
 ])
-def test_bias_gelu_rejects(wrong, message):
-    with pytest.raises(check.CheckFailed, match=message):
-        check.bias_gelu(wrong)
+def test_bias_gelu_rejects(wrong, message, diagnosis, hint):
+    """Also checks the failure's diagnosis and the hint of lesson 04 it names, where the row gives them."""
+    assert_rejects("bias_gelu", wrong, message, diagnosis, hint)
 
 
 # --- bias_gelu, lesson 04: other grids and blocks pass; the mistakes of a first fused kernel do not -------
@@ -140,51 +121,32 @@ def test_bias_gelu_accepts_other_grids_and_blocks(right):
     assert "✓" in repr(r) and r.traffic.launches == 1 and r.traffic.bytes == 4 * (2 * 16 * 256 + 256)
 
 
-@pytest.mark.parametrize("wrong, message", [
-    (k.bg_tanh, r"tanh approximation.*0\.5·v·\(1 \+ erf\(v/√2\)\)"),
-    (k.bg_bias_after_gelu, r"gelu\(x\) \+ b: the bias goes in before the activation"),
-    (k.bg_erf_of_v, r"takes erf\(v\); GELU takes erf\(v/√2\)"),
-    (k.bg_flat_bias_by_row, r"indexed by row.*b\[col\]"),
+@pytest.mark.parametrize("wrong, message, diagnosis, hint", [
+    (k.bg_tanh, r"tanh approximation.*0\.5·v·\(1 \+ erf\(v/√2\)\)", "tanh", 3),
+    (k.bg_bias_after_gelu, r"gelu\(x\) \+ b: the bias goes in before the activation", "bias-after-gelu", 1),
+    (k.bg_erf_of_v, r"takes erf\(v\); GELU takes erf\(v/√2\)", "erf-scale", 3),
+    (k.bg_flat_bias_by_row, r"indexed by row.*b\[col\]", "bias-by-row", 2),
     # 37 columns here; on a GPU the replay of a 5 x 300 case finds it first
-    (k.bg_flat_bias_not_wrapped, r"Out-of-bounds.*`b_ptr` \((37|300) elements\)(.|\n)*That is the bias.*b\[o % N\]"),
+    (k.bg_flat_bias_not_wrapped, r"Out-of-bounds.*`b_ptr` \((37|300) elements\)(.|\n)*That is the bias.*b\[o % N\]",
+     "bias-not-wrapped", 2),
     # the interpreter and the GPU compiler refuse tl.erf on fp16 alike ("Expected dtype ['fp32', 'fp64']")
-    (k.bg_no_upcast, r"fails on float16 input: tl\.erf .* fp32 or fp64 only.*\.to\(tl\.float32\)"),
+    (k.bg_no_upcast, r"fails on float16 input: tl\.erf .* fp32 or fp64 only.*\.to\(tl\.float32\)", "fp16-erf", 3),
 ])
-def test_bias_gelu_names_the_mistake(wrong, message):
-    with pytest.raises(check.CheckFailed, match=message):
-        check.bias_gelu(wrong)
+def test_bias_gelu_names_the_mistake(wrong, message, diagnosis, hint):
+    """Also checks the failure's diagnosis and the hint of lesson 04 it names, where the row gives them."""
+    assert_rejects("bias_gelu", wrong, message, diagnosis, hint)
 
 
-@pytest.mark.parametrize("wrong, message", [
+@pytest.mark.parametrize("wrong, message, diagnosis, hint", [
     # right numbers, one launch, but x + b goes to a scratch tensor and comes back: 16 bytes per element
-    (k.bg_scratch, r"moved 66560 bytes; the budget is 33792.*an intermediate goes to memory(.|\n)*tmp_ptr"),
+    (k.bg_scratch, r"moved 66560 bytes; the budget is 33792.*an intermediate goes to memory(.|\n)*tmp_ptr", "bytes", 1),
     # right numbers, but on fp16 the casts run as PyTorch kernels around the Triton one
     (k.bg_casts_in_launcher, r"on float16 input it converts with PyTorch: 3 × aten\._to_copy besides your "
-                             r"kernel, 4 launches"),
+                             r"kernel, 4 launches", "casts", 3),
 ])
-def test_bias_gelu_rejects_right_numbers_over_budget(wrong, message):
-    with pytest.raises(check.CheckFailed, match=message):
-        check.bias_gelu(wrong)
-
-
-# --- bias_gelu: each failure names its diagnosis and the hint of lesson 04 that addresses it ------------
-@pytest.mark.parametrize("wrong, diagnosis, hint", [
-    (k.bias_gelu_stub, "stub", 1),
-    (k.bg_bias_after_gelu, "bias-after-gelu", 1),
-    (k.bias_gelu_no_bias, "no-bias", 1),
-    (k.bg_scratch, "bytes", 1),
-    (k.bg_flat_bias_by_row, "bias-by-row", 2),
-    (k.bg_flat_bias_not_wrapped, "bias-not-wrapped", 2),
-    (k.bg_tanh, "tanh", 3),
-    (k.bg_erf_of_v, "erf-scale", 3),
-    (k.bg_no_upcast, "fp16-erf", 3),
-    (k.bg_casts_in_launcher, "casts", 3),
-])
-def test_bias_gelu_failures_name_their_hint(wrong, diagnosis, hint):
-    with pytest.raises(check.CheckFailed) as e:
-        check.bias_gelu(wrong)
-    assert e.value.diagnosis == diagnosis
-    assert_names_hint(e.value, "bias_gelu", hint)
+def test_bias_gelu_rejects_right_numbers_over_budget(wrong, message, diagnosis, hint):
+    """Also checks the failure's diagnosis and the hint of lesson 04 it names, where the row gives them."""
+    assert_rejects("bias_gelu", wrong, message, diagnosis, hint)
 
 
 def test_compare_calls_a_ragged_end_a_tail_and_a_whole_batch_entry_not():

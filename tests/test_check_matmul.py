@@ -15,26 +15,32 @@ def test_accepts_correct_kernels(right):
     assert r.traffic.bytes == 2 * (32 * 48 + 48 * 64 + 64 + 32 * 64)
 
 
-@pytest.mark.parametrize("wrong, message", [
-    (k.matmul_bias_gelu_stub, "still the stub"),
-    (k.bias_rows, r"bias is indexed by the row.*b\[rn\]"),
-    (k.tanh_gelu, "tanh approximation"),
-    (k.k_unmasked, r"(?s)Out-of-bounds.*K condition is the one usually forgotten"),
-    (k.k_drop_tail, r"K // BLOCK_K\s+steps runs 0 times when K < BLOCK_K.*tl.cdiv\(K, BLOCK_K\)"),
-    (k.fp16_acc, r"within 1% of gelu\(a @ w \+ b\).*an fp16 accumulator"),
-    (k.epilogue_per_k, r"after every K step \(this matches BLOCK_K = 32\)"),
-    (k.w_transposed, r"w is read as if it were stored \(N, K\)"),
-    (k.no_bias, "the bias is never added"),
-    (k.bias_after, r"gelu\(a @ w\) \+ b"),
-    (k.no_gelu, "GELU is never applied"),
-    (k.fp32_out, "returned torch.float32 for torch.float16 inputs"),
-    (k.two_kernels, "2 launches where 1 should do: this is not fused"),
-    (k.eager, r"fp16.*\(eager PyTorch|what eager PyTorch computes"),
-    (lambda a, w, b: None, "returned None"),
+# Each wrong kernel runs through the checker once: the row holds its message and, where it has one, the
+# diagnosis and the hint the failure names (None: not asserted).
+@pytest.mark.parametrize("wrong, message, diagnosis, hint", [
+    (k.matmul_bias_gelu_stub, "still the stub", "stub", 1),
+    (k.bias_rows, r"bias is indexed by the row.*b\[rn\]", "bias-by-row", 3),
+    (k.tanh_gelu, "tanh approximation", "tanh", 3),
+    (k.k_unmasked, r"(?s)Out-of-bounds.*K condition is the one usually forgotten", "k-mask", 2),
+    (k.k_drop_tail, r"K // BLOCK_K\s+steps runs 0 times when K < BLOCK_K.*tl.cdiv\(K, BLOCK_K\)", "k-tail", 2),
+    (k.fp16_acc, r"within 1% of gelu\(a @ w \+ b\).*an fp16 accumulator", "fp16-acc", 3),
+    (k.epilogue_per_k, r"after every K step \(this matches BLOCK_K = 32\)", "epilogue-per-k", 1),
+    (k.w_transposed, r"w is read as if it were stored \(N, K\)", "w-layout", 2),
+    (k.no_bias, "the bias is never added", "no-bias", 3),
+    (k.bias_after, r"gelu\(a @ w\) \+ b", "bias-after", 3),
+    (k.no_gelu, "GELU is never applied", "no-gelu", 3),
+    (k.fp32_out, "returned torch.float32 for torch.float16 inputs", "dtype", 3),
+    (k.two_kernels, "2 launches where 1 should do: this is not fused", "launches", 1),
+    (k.eager, r"fp16.*\(eager PyTorch|what eager PyTorch computes", "rounded-early", 3),
+    (lambda a, w, b: None, "returned None", None, None),
 ])
-def test_rejects(wrong, message):
-    with pytest.raises(check.CheckFailed, match=message):
+def test_rejects(wrong, message, diagnosis, hint):
+    # also checks that each failure names the hint that addresses its diagnosis
+    with pytest.raises(check.CheckFailed, match=message) as e:
         check.matmul_bias_gelu(wrong)
+    if diagnosis is not None:
+        assert e.value.diagnosis == diagnosis
+        assert_names_hint(e.value, "matmul_bias_gelu", hint)
 
 
 def test_a_bias_read_by_row_past_its_end_is_named():
@@ -50,27 +56,3 @@ def test_a_bias_read_by_row_past_its_end_is_named():
 def test_not_a_function():
     with pytest.raises(check.CheckFailed, match="takes your function itself"):
         check.matmul_bias_gelu(42)
-
-
-# Each realistic wrong kernel gets its own diagnosis, and the failure names the hint that addresses it.
-@pytest.mark.parametrize("wrong, diagnosis, hint", [
-    (k.matmul_bias_gelu_stub, "stub", 1),
-    (k.two_kernels, "launches", 1),
-    (k.epilogue_per_k, "epilogue-per-k", 1),
-    (k.k_unmasked, "k-mask", 2),
-    (k.k_drop_tail, "k-tail", 2),
-    (k.w_transposed, "w-layout", 2),
-    (k.fp16_acc, "fp16-acc", 3),
-    (k.eager, "rounded-early", 3),
-    (k.bias_rows, "bias-by-row", 3),
-    (k.tanh_gelu, "tanh", 3),
-    (k.no_bias, "no-bias", 3),
-    (k.bias_after, "bias-after", 3),
-    (k.no_gelu, "no-gelu", 3),
-    (k.fp32_out, "dtype", 3),
-])
-def test_failure_names_its_hint(wrong, diagnosis, hint):
-    with pytest.raises(check.CheckFailed) as e:
-        check.matmul_bias_gelu(wrong)
-    assert e.value.diagnosis == diagnosis
-    assert_names_hint(e.value, "matmul_bias_gelu", hint)

@@ -1,5 +1,6 @@
 """grade.flash_backward passes right backward kernels, written two ways, and rejects the stub, realistic
 wrong kernels (each with its diagnosis on the scorecard) and right numbers that put P in memory."""
+import functools
 import importlib
 import re
 
@@ -12,9 +13,15 @@ import lab_kernels_3_4 as k
 from hinted import assert_names_hint
 
 
+@functools.cache
+def graded(right):
+    """The grader's scorecard of a right answer, graded once for every test here that reads it (seconds each)."""
+    return grade.flash_backward(right)
+
+
 @pytest.mark.parametrize("right", [k.attention, k.attention_other_blocks])
 def test_accepts_correct_kernels(right):
-    g = grade.flash_backward(right)
+    g = graded(right)
     assert all(r.status != FAILED for r in g.card.rows)
     assert "✓" in repr(g)
 
@@ -66,7 +73,7 @@ def test_the_budget_is_in_the_unit_and_at_the_case_of_the_labs_count_cell():
         "solutions/labs/lab4_flash_attention_backward.ipynb").read_text(encoding="utf-8"))
     source = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
     assert f"SMALL = {fb.BUDGET_SHAPE}" in source and "B per head" in source
-    g = grade.flash_backward(k.attention)
+    g = graded(k.attention)
     row = next(r for r in g.card.rows if "bytes" in r.name)
     b, h, n, d = fb.BUDGET_SHAPE
     assert row.target.startswith(f"≤ {20 * 2 * n * d + 32 * n:,} B per head")
