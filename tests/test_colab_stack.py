@@ -45,7 +45,9 @@ ROOT = Path(__file__).resolve().parent.parent
 ENV = ROOT / "build" / "colab-stack"
 COLAB = {"triton": "3.6.0", "ipywidgets": "7.7.1", "ipykernel": "6.17.1", "notebook": "6.5.7",
          "numpy": "2.1.3", "matplotlib": "3.10.0"}
-PIP = ["-q", "--no-compile"]   # Python compiles what a lesson imports when it imports it: half of pip's time saved
+# pip compiles what it installs: where PYTHONDONTWRITEBYTECODE is set (as on the machines this course is built
+# on), Python keeps nothing it compiles at import, and every kernel a lesson starts would compile again
+PIP = ["-q"]
 NOTEBOOKS = ["solutions/00_setup.ipynb", "solutions/03_first_triton_kernel.ipynb"]
 
 _spec = importlib.util.spec_from_file_location("course_generate", ROOT / "tools" / "generate.py")
@@ -126,14 +128,18 @@ def link(dist, target: Path) -> None:
     for rel in dist.files:
         if rel.parts[0] == "..":   # console scripts: the lessons need none
             continue
-        src, dst = base / rel, target / rel
-        if not src.is_file() or dst.exists():
-            continue
-        dst.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            os.link(src, dst)
-        except OSError:
-            shutil.copy2(src, dst)
+        files = [Path(rel)]
+        if rel.suffix == ".py":   # and its bytecode, which a RECORD lists only when pip compiled it
+            files.append(Path(importlib.util.cache_from_source(str(rel))))
+        for one in files:
+            src, dst = base / one, target / one
+            if not src.is_file() or dst.exists():
+                continue
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                os.link(src, dst)
+            except OSError:
+                shutil.copy2(src, dst)
 
 
 def unmet(site: Path) -> list:
