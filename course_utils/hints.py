@@ -34,6 +34,11 @@ _RAISE_IN_KERNEL = ("a kernel cannot raise. The interpreter ran this `raise` as 
 
 # (text to look for in the error's message or type name, or in those of its cause; the hint).
 # The first match wins, so the specific rules come before the general ones.
+_SHAPE_FOR_NUMBER = ("a shape (x.shape) reached the kernel where it expects a number: pass the element count, "
+                     "x.numel(), or one dimension, x.shape[0].")
+_TENSOR_FOR_CONSTEXPR = ("a tensor was passed where the kernel declares a tl.constexpr, a number fixed when the "
+                         "kernel compiles (SCALE=0.99, BLOCK=1024): pass a plain Python number there.")
+
 _HINTS = [
     ("arange's range must be a power of 2",
      "tl.arange(0, BLOCK) needs a power-of-two BLOCK (64, 128, 256, ...): pick one, or round up with "
@@ -99,12 +104,11 @@ _HINTS = [
      "a pointer was used as a value. Either a tensor arrived where the kernel computes with a number (a tensor "
      "passed at launch becomes a pointer: pass a plain Python number for a scalar, float(alpha) or "
      "alpha.item()), or the load is missing: tl.load(x_ptr + offsets, mask=mask) gives the values."),
-    ("'torch.Size' object",
-     "a shape (x.shape) reached the kernel where it expects a number: pass the element count, x.numel(), or "
-     "one dimension, x.shape[0]."),
-    ("has no attribute 'is_ptr'",
-     "a tensor was passed where the kernel declares a tl.constexpr, a number fixed when the kernel compiles "
-     "(SCALE=0.99, BLOCK=1024): pass a plain Python number there."),
+    ("'torch.Size' object", _SHAPE_FOR_NUMBER),
+    # Triton 3.6 (the GPUs', Colab's) compiling for a GPU: the shape arrives as a tuple of integers
+    ("of type <class 'triton.language.core.tuple'> to tensor", _SHAPE_FOR_NUMBER),
+    ("has no attribute 'is_ptr'", _TENSOR_FOR_CONSTEXPR),
+    ("'builtin_function_or_method' object has no attribute 'scalar'", _TENSOR_FOR_CONSTEXPR),   # Triton 3.6, GPU
     ("out of resource",
      "the block needs more on-chip memory than one SM has: use a smaller BLOCK."),
 ]
@@ -170,9 +174,12 @@ def _source_without_def(exc: BaseException) -> bool:
 
 
 def _indexed_a_pointer(exc: BaseException) -> bool:
-    """`x_ptr[offsets]`, a tensor's indexing written on a kernel's pointer: Triton's __getitem__ fails inside."""
+    """`x_ptr[offsets]`, a tensor's indexing written on a kernel's pointer: Triton's __getitem__ fails inside,
+    with a TypeError ("not iterable") under the interpreter, and compiled by Triton 3.6 (the GPUs', Colab's)
+    with a ValueError that asks whether @triton.jit was forgotten, which it was not."""
     for e in _chain(exc):
-        if isinstance(e, TypeError) and "not iterable" in str(e) and any(
+        if (isinstance(e, TypeError) and "not iterable" in str(e) or
+                isinstance(e, ValueError) and "_semantic" in str(e)) and any(
                 _in(f, _TRITON_DIR) and f.f_code.co_name == "__getitem__" for f in _frames(e)):
             return True
     return False

@@ -96,6 +96,11 @@ def error_of(launch):
     pytest.fail("the launch should have raised")
 
 
+def _restored(call):
+    with _interp._language_restored():
+        return call()
+
+
 X = torch.randn(1000, device=cu.DEVICE)
 OUT = torch.empty_like(X)
 ON_A_GPU = cu.ON_GPU and not cu.INTERPRET
@@ -119,7 +124,9 @@ LAUNCHES = {
                                                                        BLOCK=256), "a plain Python number there"),
     "runtime size in arange": (lambda: arange_n_kernel[(1,)](X, OUT, 1000), "cannot shape a block"),
     "one argument too many": (lambda: copy_kernel[(4,)](X, OUT, 1000, 256, BLOCK=256), "arrived twice"),
-    "called without a grid": (lambda: copy_kernel(X, OUT, 1000, BLOCK=256), "launched with a grid"),
+    # a call without a grid leaves the interpreter's builtins in triton.language: restored, as after a replay,
+    # so that the GPU compiles below do not meet them (only a process that interprets and compiles does)
+    "called without a grid": (lambda: _restored(lambda: copy_kernel(X, OUT, 1000, BLOCK=256)), "launched with a grid"),
 }
 
 
@@ -164,6 +171,11 @@ def _torch_add(x_ptr, n, BLOCK: tl.constexpr):
     tl.store(x_ptr + offs, torch.add(v, v), mask=offs < n)
 
 
+def _indexed(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, x_ptr[offs] * 2, mask=offs < n)
+
+
 def compile_error_for_gpu(fn, block_is_constexpr: bool, block: int = 256):
     """Compile fn for sm_90 with Triton's front end, which runs on a CPU; return the error."""
     try:
@@ -194,6 +206,7 @@ def compile_error_for_gpu(fn, block_is_constexpr: bool, block: int = 256):
     (_runtime_block, False, 256, "BLOCK: tl.constexpr"),
     (_raises, True, 256, "cannot raise"),
     (_torch_add, True, 256, "only Triton's functions"),
+    (_indexed, True, 256, "tl.load(x_ptr + offsets"),
 ])
 def test_explains_gpu_compile_errors(fn, constexpr, block, says):
     hint = hints.explain(compile_error_for_gpu(fn, constexpr, block))
