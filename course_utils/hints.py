@@ -32,13 +32,14 @@ _NO_GRID = ("a @triton.jit function is launched with a grid, kernel[grid](...), 
 _RAISE_IN_KERNEL = ("a kernel cannot raise. The interpreter ran this `raise` as Python; on a GPU the "
                     "kernel would not even compile. Replace the raise with the kernel's body.")
 
-# (text to look for in the error's message or type name, or in those of its cause; the hint).
-# The first match wins, so the specific rules come before the general ones.
+# Two hints that more than one message leads to.
 _SHAPE_FOR_NUMBER = ("a shape (x.shape) reached the kernel where it expects a number: pass the element count, "
                      "x.numel(), or one dimension, x.shape[0].")
 _TENSOR_FOR_CONSTEXPR = ("a tensor was passed where the kernel declares a tl.constexpr, a number fixed when the "
                          "kernel compiles (SCALE=0.99, BLOCK=1024): pass a plain Python number there.")
 
+# (text to look for in the error's message or type name, or in those of its cause; the hint).
+# The first match wins, so the specific rules come before the general ones.
 _HINTS = [
     ("arange's range must be a power of 2",
      "tl.arange(0, BLOCK) needs a power-of-two BLOCK (64, 128, 256, ...): pick one, or round up with "
