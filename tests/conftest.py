@@ -1,3 +1,25 @@
+import os
+import shutil
+import subprocess
+
+
+def _one_gpu_per_worker() -> None:
+    """On a machine of several GPUs, pytest-xdist's workers take one each, in turn (gw0 the first, gw1 the
+    second, ...), so that notebooks timed side by side do not share a GPU; the notebooks' kernels inherit it.
+    Set before torch starts (below); a CUDA_VISIBLE_DEVICES already set is left alone."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    if not worker.startswith("gw") or "CUDA_VISIBLE_DEVICES" in os.environ or not shutil.which("nvidia-smi"):
+        return
+    try:
+        gpus = [ln for ln in subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30)
+                .stdout.splitlines() if ln.startswith("GPU ")]
+    except (OSError, subprocess.SubprocessError):
+        return
+    if len(gpus) > 1:
+        os.environ["CUDA_VISIBLE_DEVICES"] = str(int(worker[2:]) % len(gpus))
+
+
+_one_gpu_per_worker()
 # Importing course_utils first puts Triton in interpreter mode on a machine without a GPU,
 # before any test module defines a kernel.
-import course_utils  # noqa: F401
+import course_utils  # noqa: E402,F401

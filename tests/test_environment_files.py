@@ -19,7 +19,7 @@ def split(req: str) -> tuple[str, str]:
 
 def pyproject() -> dict:
     data = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    reqs = data["dependencies"] + data.get("optional-dependencies", {}).get("test", [])
+    reqs = data["dependencies"] + [r for extra in data.get("optional-dependencies", {}).values() for r in extra]
     return {"python": data["requires-python"], "deps": dict(split(r) for r in reqs)}
 
 
