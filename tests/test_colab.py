@@ -1,6 +1,7 @@
 """The Colab badge and install cell that open every notebook (written by tools/generate.py): what the
-committed notebooks hold, how the generator inserts and refreshes them, and what the install cell does
-on Colab (faked) and anywhere else (nothing)."""
+committed notebooks hold (a student notebook opens the student edition, a solution this repository), how
+the generator inserts and refreshes them, and what the install cell does on Colab (faked) and anywhere
+else (nothing)."""
 import importlib.util
 import re
 import subprocess
@@ -19,7 +20,9 @@ if not hasattr(gen, "student_notebook"):
     _spec.loader.exec_module(gen)
 
 PROJECT = gen.tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-REPO = re.fullmatch(r"https://github\.com/(.+?)/?", PROJECT["urls"]["Repository"])[1]
+# a student notebook opens the student edition (tools/student_edition.py), which has no solutions/ to open
+STUDENT_REPO = re.fullmatch(r"https://github\.com/(.+?)/?", PROJECT["urls"]["Student-edition"])[1]
+INSTRUCTOR_REPO = re.fullmatch(r"https://github\.com/(.+?)/?", PROJECT["urls"]["Repository"])[1]
 NOTEBOOKS = [p for d in ("notebooks", "labs", "solutions", "solutions/labs") for p in sorted((ROOT / d).glob("*.ipynb"))]
 BADGE_IMAGE = "https://colab.research.google.com/assets/colab-badge.svg"
 
@@ -35,21 +38,28 @@ def test_every_notebook_opens_with_its_badge_and_the_install_cell_at_this_releas
     badge, install = nb.cells[0], nb.cells[1]
     assert (badge.cell_type, badge.id, install.cell_type, install.id) == ("markdown", "colab-badge", "code", "colab-install")
     own = path.relative_to(ROOT).as_posix()
+    repo = INSTRUCTOR_REPO if own.startswith("solutions/") else STUDENT_REPO
     link = re.search(r"\]\((https://colab\.research\.google\.com/github/[^)]+)\)", badge.source)
     assert BADGE_IMAGE in badge.source and link, badge.source
-    m = re.fullmatch(rf"https://colab\.research\.google\.com/github/{REPO}/blob/([^/]+)/(.+)", link[1])
+    m = re.fullmatch(rf"https://colab\.research\.google\.com/github/{repo}/blob/([^/]+)/(.+)", link[1])
     assert m and m[2] == own, f"the badge of {own} opens {link[1]}"
-    pinned = re.findall(rf"feed-the-beast @ git\+https://github\.com/{REPO}@([\w.\-]+)", install.source)
+    pinned = re.findall(rf"feed-the-beast @ git\+https://github\.com/{repo}@([\w.\-]+)", install.source)
     assert pinned == [m[1]], "the badge and the install cell pin different refs"
     assert m[1] == "v" + PROJECT["version"] and m[1] not in {"main", "master", "HEAD"}
     assert sum(c.get("id") in gen.COLAB_IDS for c in nb.cells) == 2
 
 
-def test_the_readme_links_to_this_release():
+def test_the_student_edition_is_not_this_repository():
+    assert STUDENT_REPO != INSTRUCTOR_REPO, "the badges would open the repository that holds the solutions"
+
+
+def test_the_readme_links_to_this_release_of_the_student_edition():
     links = re.findall(r"https://colab\.research\.google\.com/github/\S+?\.ipynb", (ROOT / "README.md").read_text())
     assert links, "README.md has no Open in Colab link"
     for link in links:
-        assert f"/github/{REPO}/blob/v{PROJECT['version']}/" in link, f"README.md: {link} is not this release"
+        assert f"/github/{STUDENT_REPO}/blob/v{PROJECT['version']}/" in link, \
+            f"README.md: {link} is not this release of the student edition"
+        assert "/solutions/" not in link
 
 
 # --- the install cell ---------------------------------------------------------------------------------
@@ -111,9 +121,10 @@ def test_on_colab_a_failed_install_says_why(monkeypatch):
 
 
 # --- the generator ------------------------------------------------------------------------------------
-def scratch(root, monkeypatch, version="0.1.0", url="https://github.com/owner/course"):
+def scratch(root, monkeypatch, version="0.1.0", url="https://github.com/owner/course",
+            student="https://github.com/owner/course-student"):
     (root / "pyproject.toml").write_text(f'[project]\nname = "x"\nversion = "{version}"\n'
-                                         f'[project.urls]\nRepository = "{url}"\n')
+                                         f'[project.urls]\nRepository = "{url}"\nStudent-edition = "{student}"\n')
     monkeypatch.setattr(gen, "ROOT", root)
 
 
@@ -133,9 +144,10 @@ def test_generating_inserts_the_cells_into_solution_and_student(tmp_path, monkey
     for path, own in [(src, "solutions/01_x.ipynb"), (tmp_path / "notebooks/01_x.ipynb", "notebooks/01_x.ipynb"),
                       (lab, "solutions/labs/a.ipynb"), (tmp_path / "labs/a.ipynb", "labs/a.ipynb")]:
         cells = nbformat.read(path, as_version=4).cells
+        repo = "owner/course" if own.startswith("solutions/") else "owner/course-student"
         assert [c.id for c in cells[:2]] == list(gen.COLAB_IDS)
-        assert f"/github/owner/course/blob/v0.1.0/{own})" in cells[0].source
-        assert "git+https://github.com/owner/course@v0.1.0" in cells[1].source
+        assert f"/github/{repo}/blob/v0.1.0/{own})" in cells[0].source
+        assert f"git+https://github.com/{repo}@v0.1.0" in cells[1].source
     assert [c.source for c in nbformat.read(src, as_version=4).cells[2:]] == ["# Lesson", "x = 1"]
 
 
@@ -179,9 +191,10 @@ def test_a_hand_edited_ref_is_caught_and_a_moved_cell_put_back(tmp_path, monkeyp
     assert [c.id for c in cells[:2]] == list(gen.COLAB_IDS) and len(cells) == 3 and "@v0.1.0" in cells[1].source
 
 
+@pytest.mark.parametrize("key", ["Repository", "Student-edition"])
 @pytest.mark.parametrize("url", ["", "https://gitlab.com/owner/course", "https://github.com/owner"])
-def test_the_repository_must_be_on_github(tmp_path, monkeypatch, capsys, url):
-    scratch(tmp_path, monkeypatch, url=url)
+def test_the_repositories_must_be_on_github(tmp_path, monkeypatch, capsys, url, key):
+    scratch(tmp_path, monkeypatch, **{"url" if key == "Repository" else "student": url})
     write_solution(tmp_path, new_code_cell("x = 1"))
     assert gen.main([]) == 1
-    assert "[project.urls] Repository" in capsys.readouterr().err
+    assert f"[project.urls] {key} must be a GitHub repository" in capsys.readouterr().err

@@ -186,7 +186,8 @@ def test_check_mode_on_a_scratch_copy(tmp_path, monkeypatch):
     """--check fails on a missing student file and on outputs in a solution; generating fixes the first."""
     (tmp_path / "solutions").mkdir()
     (tmp_path / "pyproject.toml").write_text('[project]\nversion = "0.1.0"\n'
-                                             '[project.urls]\nRepository = "https://github.com/o/r"\n')
+                                             '[project.urls]\nRepository = "https://github.com/o/r"\n'
+                                             'Student-edition = "https://github.com/o/r-student"\n')
     nb = new_notebook(cells=[cell(WRAPPER)])
     nbformat.write(nb, tmp_path / "solutions" / "01_x.ipynb")
     monkeypatch.setattr(gen, "ROOT", tmp_path)
@@ -285,7 +286,8 @@ def test_filled_is_the_student_version_with_the_solution_code_in_place():
 def test_hints_file_follows_the_solutions(tmp_path, monkeypatch):
     (tmp_path / "solutions").mkdir()
     (tmp_path / "pyproject.toml").write_text('[project]\nversion = "0.1.0"\n'
-                                             '[project.urls]\nRepository = "https://github.com/o/r"\n')
+                                             '[project.urls]\nRepository = "https://github.com/o/r"\n'
+                                             'Student-edition = "https://github.com/o/r-student"\n')
     nbformat.write(new_notebook(cells=[cell(WRAPPER), hints_cell()]), tmp_path / "solutions" / "01_x.ipynb")
     monkeypatch.setattr(gen, "ROOT", tmp_path)
     assert gen.main([]) == 0

@@ -11,7 +11,6 @@ notebooks (docs/gpu-results/notebooks/), on a CPU:
   the run's numbers are on them (skipped without Debian's chromium, as tests/test_browser.py is).
 """
 import functools
-import html
 import http.server
 import importlib.util
 import re
@@ -19,7 +18,6 @@ import shutil
 import sys
 import threading
 import time
-from html.parser import HTMLParser
 from pathlib import Path
 
 import nbformat
@@ -32,6 +30,7 @@ _spec = importlib.util.spec_from_file_location("course_build_site", ROOT / "tool
 site = sys.modules["course_build_site"] = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(site)
 gen = site.gen   # tools/generate.py, as the site uses it
+import solution_search as search  # noqa: E402  (tools/, on the path since build_site put it there)
 
 PAGES = site.pages()
 # the pages the browser walks to from the index (every page is checked without a browser)
@@ -41,30 +40,9 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 
-def norm(text: str) -> str:
-    return " ".join(text.split())
-
-
-# --- what the site may and may not show --------------------------------------------------------------
-def solution_lines(nb) -> set[str]:
-    """Lines of a solution notebook a student does not see unfolded: the solution regions, and the whole of
-    `solution-only` and `spoiler` code cells."""
-    hidden = set()
-    for cell in nb.cells:
-        if cell.cell_type != "code":
-            continue
-        lines = cell.source.split("\n")
-        if {"solution-only", "spoiler"} & set(cell.metadata.get("tags", [])):
-            hidden |= {norm(ln) for ln in lines}
-        for r in gen.find_regions(cell.source):
-            hidden |= {norm(ln) for ln in lines[r.begin + 1:r.end]}
-    return hidden
-
-
-def student_lines(nb, name: str) -> set[str]:
-    """Every line a student sees unfolded in the student version of solution notebook `nb`."""
-    return {norm(ln) for cell in gen.student_notebook(nb, name).cells
-            if "spoiler" not in cell.metadata.get("tags", []) for ln in cell.source.split("\n")}
+# --- what the site may and may not show: the lines of the solutions no student notebook shows, searched for
+# in every built file (tools/solution_search.py, which the student edition's search shares)
+norm, solution_lines, file_lines, leaks = search.norm, search.solution_lines, search.file_lines, search.leaks
 
 
 @functools.lru_cache(maxsize=None)
@@ -75,53 +53,7 @@ def secret_lines() -> frozenset[str]:
     notebooks = [(src.relative_to(ROOT).as_posix(), nbformat.read(src, as_version=4)) for src, _ in PAGES]
     notebooks += [(p.relative_to(ROOT).as_posix(), nbformat.read(p, as_version=4))
                   for p in sorted(site.ARTIFACTS.rglob("*.ipynb"))]
-    hidden, visible = set(), set()
-    for name, nb in notebooks:
-        hidden |= solution_lines(nb)
-        visible |= student_lines(nb, name)
-    return frozenset(ln for ln in hidden - visible if ln and not ln.startswith("#"))
-
-
-class _Text(HTMLParser):
-    """The text of an HTML file, script and style included, with its line breaks."""
-    def __init__(self):
-        super().__init__(convert_charrefs=True)
-        self.parts = []
-
-    def handle_data(self, data):
-        self.parts.append(data)
-
-
-def file_lines(path: Path) -> list[str]:
-    """A built file's text as lines, whitespace collapsed: an HTML page's without its tags (the
-    highlighter splits a line of code into many spans); other text files as they are; binaries: none."""
-    try:
-        raw = path.read_text(encoding="utf-8")
-    except (UnicodeDecodeError, ValueError):
-        return []
-    if path.suffix == ".html":
-        parser = _Text()
-        parser.feed(raw)
-        raw = "".join(parser.parts)
-    return [norm(html.unescape(ln)) for ln in raw.split("\n")]
-
-
-PROMPT = re.compile(r"^(?:(?:-*>|\d+|In \[\d*\]:|>>>|\.\.\.)\s+)+")   # a traceback's arrow or line number, a prompt
-
-
-def leaks(folder: Path, secrets: frozenset[str]) -> dict[str, list[str]]:
-    """{file: [secret lines found in it]}: a line of the file that is, whitespace aside, a secret line.
-    A line of code shown as code (a cell, a traceback's source line once its prompt is gone) is a line of
-    its own; an inline mention in prose or in a stub's contract is not counted: the student notebooks
-    show those too, and tools/stub_share.py measures them."""
-    found = {}
-    for path in sorted(folder.rglob("*")):
-        if path.is_file():
-            lines = file_lines(path)
-            hits = sorted(secrets & ({PROMPT.sub("", ln) for ln in lines} | set(lines)))
-            if hits:
-                found[path.relative_to(folder).as_posix()] = hits
-    return found
+    return search.secret_lines(notebooks)
 
 
 # --- the site, built once ----------------------------------------------------------------------------

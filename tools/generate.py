@@ -15,9 +15,11 @@ Sources and targets:   solutions/NN_name.ipynb -> notebooks/NN_name.ipynb
 
 Every notebook, solution and student version alike, opens with two cells the generator owns (cell ids
 `colab-badge` and `colab-install`): an "Open in Colab" badge for that very notebook, and a cell that on
-Colab, and only there, installs the course. Both pin the release tag v<project.version> of the GitHub
-repository named in pyproject.toml ([project.urls] Repository). Generating inserts or refreshes them
-in the solution notebooks too; --check fails where they are missing or stale.
+Colab, and only there, installs the course. Both pin the release tag v<project.version> of a GitHub
+repository named in pyproject.toml: a student notebook's, the student edition's ([project.urls]
+Student-edition, written by tools/student_edition.py, with no solution in it); a solution notebook's,
+this repository's ([project.urls] Repository). Generating inserts or refreshes them in the solution
+notebooks too; --check fails where they are missing or stale.
 
 The rules, in code cells of a solution notebook:
   * The solution sits between a line `### BEGIN SOLUTION` (or `### BEGIN SOLUTION: hint text`) and a
@@ -392,13 +394,18 @@ class Release:
     ref: str   # the tag every notebook pins: v<project.version>, never a moving branch
 
 
-def release() -> Release:
-    """The repository and tag the Colab cells point to, from pyproject.toml."""
+# [project.urls] keys: where the students' notebooks live (no solution in it), and this repository
+STUDENT_EDITION, INSTRUCTOR = "Student-edition", "Repository"
+
+
+def release(key: str = STUDENT_EDITION) -> Release:
+    """The repository and tag the Colab cells point to, from pyproject.toml: by default the student
+    edition's, which every student notebook opens from; release(INSTRUCTOR) for a solution notebook."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    url = project.get("urls", {}).get("Repository", "")
+    url = project.get("urls", {}).get(key, "")
     m = re.fullmatch(r"https://github\.com/([\w.-]+/[\w.-]+?)(?:\.git)?/?", url)
     if not m:
-        raise SourceError(f"pyproject.toml: [project.urls] Repository must be a GitHub repository, not {url!r}")
+        raise SourceError(f"pyproject.toml: [project.urls] {key} must be a GitHub repository, not {url!r}")
     return Release(m[1], f"v{project['version']}")
 
 
@@ -417,11 +424,11 @@ def with_colab_cells(nb, pin: Release, path: str):
     return nb
 
 
-def render(src: Path, dst: Path, pin: Release) -> tuple[str, str, dict]:
-    """The text of the solution notebook `src` with current Colab cells, of its student version, and the
-    notebook's hints."""
+def render(src: Path, dst: Path, pin: Release, solution_pin: Release | None = None) -> tuple[str, str, dict]:
+    """The text of the solution notebook `src` with current Colab cells (pinned to `solution_pin`, by
+    default `pin`), of its student version (pinned to `pin`), and the notebook's hints."""
     name = src.relative_to(ROOT).as_posix()
-    solution = with_colab_cells(nbformat.read(src, as_version=4), pin, name)
+    solution = with_colab_cells(nbformat.read(src, as_version=4), solution_pin or pin, name)
     student = with_colab_cells(student_notebook(solution, name), pin, dst.relative_to(ROOT).as_posix())
     return to_text(solution), to_text(student), hints_of(solution, name)
 
@@ -463,7 +470,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     try:
-        pin = release()
+        pin, solution_pin = release(), release(INSTRUCTOR)
     except SourceError as err:
         print(err, file=sys.stderr)
         return 1
@@ -471,7 +478,7 @@ def main(argv: list[str] | None = None) -> int:
     for src, dst in targets():
         expected.add(dst)
         try:
-            solution, text, hints = render(src, dst, pin)
+            solution, text, hints = render(src, dst, pin, solution_pin)
         except SourceError as err:
             problems.append(f"{rel(src)}: {err}")
             failed.add(rel(src))
