@@ -163,7 +163,8 @@ def append(entry: dict) -> None:
     """Add one entry, stamped with the student and the time; where a class folder is set, rewrite the
     student's copy there too. A folder that cannot be written must not stop the lesson: it is said once."""
     if not isinstance(entry, dict):
-        raise TypeError(f"journal.append takes a dict, e.g. {{'key': '00.copy', 'guess': 1.0}}, not {type(entry).__name__}")
+        raise TypeError("journal.append takes a dict, e.g. {'key': '00.copy', 'guess': 1.0}, "
+                        f"not {type(entry).__name__}")
     who = student()
     entry = {**entry, "student": who, "time": datetime.datetime.now().isoformat(timespec="seconds")}
     log = path()
@@ -285,7 +286,9 @@ def _log_files(where: Path) -> tuple[list[Path], list[str]]:
         return [where], []
     unreadable: list[str] = []
     files = []
-    for folder, dirs, names in os.walk(where, onerror=lambda err: unreadable.append(f"{err.filename} ({err.strerror})")):
+    def say(err):
+        unreadable.append(f"{err.filename} ({err.strerror})")
+    for folder, dirs, names in os.walk(where, onerror=say):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))    # .ipynb_checkpoints and the like
         files += [Path(folder) / n for n in sorted(names) if n.endswith(".jsonl") and not n.startswith(".")]
     return files, unreadable
