@@ -27,6 +27,7 @@ import os
 import pwd
 import secrets
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -105,8 +106,9 @@ def as_account(name: str, fn, *args, env: dict | None = None):
     added to its environment: (its result, what it wrote on stderr), or AssertionError with its error."""
     read, write = os.pipe()
     pid = os.fork()
-    if pid == 0:   # the child: nothing here may return into pytest
+    if pid == 0:   # the child: nothing here may return into pytest, or outlive a minute
         try:
+            signal.alarm(60)
             os.close(read)
             account = pwd.getpwnam(name)
             os.setgroups(os.getgrouplist(name, account.pw_gid))
@@ -118,9 +120,11 @@ def as_account(name: str, fn, *args, env: dict | None = None):
                 out = {"result": fn(*args), "stderr": said.getvalue()}
         except BaseException as err:   # noqa: BLE001  (whatever it was goes back to the test)
             out = {"error": f"{type(err).__name__}: {err}"}
-        with os.fdopen(write, "w") as f:
-            json.dump(out, f, default=str)
-        os._exit(0)
+        try:
+            with os.fdopen(write, "w") as f:
+                json.dump(out, f, default=str)
+        finally:
+            os._exit(0)
     os.close(write)
     with os.fdopen(read) as f:
         out = json.loads(f.read() or '{"error": "the child said nothing"}')
@@ -165,12 +169,14 @@ class Accounts:
 
 
 @pytest.fixture(scope="module")
-def hub(tmp_path_factory):
+def hub(tmp_path_factory, request):
     tmp = tmp_path_factory.mktemp("hub")
     homes = tmp / "home"
     homes.mkdir()
     accounts = Accounts()
+    request.addfinalizer(accounts.remove)               # after the hub has stopped (finalizers run last first)
     shared = Path(tempfile.mkdtemp(prefix="ftb-hub-"))   # the class folder's parent: every account may enter it
+    request.addfinalizer(lambda: shutil.rmtree(shared, ignore_errors=True))
     shared.chmod(0o755)
     public, password = free_port(), secrets.token_hex(8)
     (tmp / "jupyterhub_config.py").write_text(TEST_CONFIG.format(
@@ -208,8 +214,6 @@ def hub(tmp_path_factory):
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, 9)
         log.close()
-        accounts.remove()
-        shutil.rmtree(shared, ignore_errors=True)
 
 
 def instructor_view(hub: Hub) -> dict:
