@@ -1,8 +1,8 @@
 """The student's log: one JSON object a line, one file per student for every lesson and lab.
 
 predict appends a line for every guess committed and every reveal (it has a "key"; a committed guess not
-yet revealed has "measured": null), hints one for every hint opened (a "hint"), the checks one for every
-verdict (a "check"). Every line carries "student" (the id, "" when unnamed) and "time". The scoreboard
+yet revealed has "measured": null), hints one for every hint opened (a "hint"), a checker that logs its
+verdict one with a "check". Every line carries "student" (the id, "" when unnamed) and "time". The scoreboard
 and the calibration picture read it back; an instructor reads the class's logs with class_logs().
 
 Where it lives (path()): the file COURSE_PREDICTIONS names (the course's JupyterHub sets it); on Colab,
