@@ -2,15 +2,24 @@
 source, Colab's places for it (google.colab and the Drive faked), the copy in a class folder written
 whole (a reader never sees half a line), and the class's logs read back from a class folder or from
 collected submissions."""
+import importlib.util
 import json
 import os
 import sys
 import threading
 import types
+from pathlib import Path
 
+import nbformat
 import pytest
 
 from course_utils import journal, predict
+
+ROOT = Path(__file__).resolve().parent.parent
+_spec = importlib.util.spec_from_file_location("course_generate", ROOT / "tools" / "generate.py")
+gen = sys.modules.setdefault("course_generate", importlib.util.module_from_spec(_spec))
+if not hasattr(gen, "student_notebook"):
+    _spec.loader.exec_module(gen)
 
 
 @pytest.fixture(autouse=True)
@@ -156,6 +165,17 @@ def test_on_colab_with_drive_the_log_is_in_drive_and_earlier_guesses_move_there(
     journal.keep()
     out = capsys.readouterr().out
     assert colab == [] and out == f"Your log: 2 entries in your Drive, {kept}\n"
+
+
+def test_every_notebook_ends_with_the_cell_that_keeps_the_log():
+    """Written by tools/generate.py, as it writes the Colab cells: journal.keep() last, once."""
+    notebooks = [p for d in ("notebooks", "labs", "solutions", "solutions/labs")
+                 for p in sorted((ROOT / d).glob("*.ipynb"))]
+    assert notebooks
+    for path in notebooks:
+        cells = nbformat.read(path, as_version=4).cells
+        assert (cells[-1].id, cells[-1].source) == (gen.KEEP_ID, gen.KEEP_LOG), path.relative_to(ROOT).as_posix()
+        assert sum(c.get("id") == gen.KEEP_ID for c in cells) == 1
 
 
 def test_elsewhere_keep_says_where_the_log_is_in_one_line(tmp_path, capsys):
