@@ -2,8 +2,9 @@
 #
 #   sudo <course venv>/bin/jupyterhub -f jupyter/hub/jupyterhub_config.py
 #
-# from a checkout of the STUDENT EDITION set up with `./course setup` (its .venv has the course, JupyterHub
-# and the proxy). The hub serves the lessons and labs of the checkout it runs in, and everything in that
+# from a checkout of the STUDENT EDITION, set up with `./course setup && .venv/bin/pip install -e '.[hub]'`
+# (its .venv then has the course, JupyterHub and the proxy; in the instructor's repository `./course setup`
+# alone installs them). The hub serves the lessons and labs of the checkout it runs in, and everything in that
 # checkout is readable by every student: the instructor's repository holds solutions/, the student edition
 # (written by tools/student_edition.py) does not. The hub warns at start when solutions/ is beside it.
 # Every student is a Unix account of the server (PAM login; list them in COURSE_HUB_STUDENTS, or admit a
