@@ -5,7 +5,9 @@
 In a live notebook this shows an input, a Commit button (which locks the guess) and a Reveal button
 (which runs `measure()`). Anywhere else (COURSE_HEADLESS=1, a plain Python process, no ipywidgets,
 or a `guess=` written in the code) it never waits for input: it takes `guess` (or `default`),
-measures at once and prints the comparison. Every reveal is appended to predictions.jsonl.
+measures at once and prints the comparison. Every committed guess and every reveal is appended to the
+student's log (course_utils.journal: one file for every lesson and lab, and on the course's JupyterHub a
+copy in the class folder, where the instructor sees the guesses arrive before anything is revealed).
 """
 from __future__ import annotations
 
@@ -99,6 +101,7 @@ def _ratio(guess, measured) -> float:
 
 
 def _log(p: Prediction) -> None:
+    """A reveal, or (measured still None) a guess committed and not yet revealed."""
     journal.append({"key": p.key, "question": p.question, "guess": p.guess, "measured": p.measured,
                     "unit": p.unit, "label": p.label, "kind": p.kind})
 
@@ -122,6 +125,7 @@ def _ask(p: Prediction, measure, guess, default, make_input, parse=lambda value:
         _reveal(p, measure)
         print(p.line())
         return p
+    journal.student()   # unnamed, it asks here once: a cell, not a button, is running
     import ipywidgets as w
     from IPython.display import display
     box, entry = make_input(w)
@@ -139,6 +143,7 @@ def _ask(p: Prediction, measure, guess, default, make_input, parse=lambda value:
         p.guess = guess
         entry.disabled = commit.disabled = True
         reveal.disabled = False
+        _log(p)   # the class sees the guess now, before anyone reveals
 
     def on_reveal(_):
         reveal.disabled = True
@@ -243,8 +248,10 @@ def _val(v, unit) -> str:
 
 
 def _latest_logged() -> dict[str, dict]:
-    """The log's latest entry per key (a line that is not a prediction is skipped)."""
-    return {str(e["key"]): e for e in journal.entries() if e.get("key") is not None}
+    """The log's latest reveal per key (a line that is not a prediction, or a guess committed and not
+    revealed, is skipped)."""
+    return {str(e["key"]): e for e in journal.entries()
+            if e.get("key") is not None and e.get("measured") is not None}
 
 
 def scoreboard(keys=None, prefix: str | None = None) -> Scoreboard:

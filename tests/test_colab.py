@@ -148,7 +148,7 @@ def test_generating_inserts_the_cells_into_solution_and_student(tmp_path, monkey
         assert [c.id for c in cells[:2]] == list(gen.COLAB_IDS)
         assert f"/github/{repo}/blob/v0.1.0/{own})" in cells[0].source
         assert f"git+https://github.com/{repo}@v0.1.0" in cells[1].source
-    assert [c.source for c in nbformat.read(src, as_version=4).cells[2:]] == ["# Lesson", "x = 1"]
+    assert [c.source for c in nbformat.read(src, as_version=4).cells[2:]] == ["# Lesson", "x = 1", gen.KEEP_LOG]
 
 
 def test_a_second_run_changes_nothing(tmp_path, monkeypatch, capsys):
@@ -188,7 +188,7 @@ def test_a_hand_edited_ref_is_caught_and_a_moved_cell_put_back(tmp_path, monkeyp
     assert gen.main(["--check"]) == 1
     gen.main([])
     cells = nbformat.read(src, as_version=4).cells
-    assert [c.id for c in cells[:2]] == list(gen.COLAB_IDS) and len(cells) == 3 and "@v0.1.0" in cells[1].source
+    assert [c.id for c in cells[:2]] == list(gen.COLAB_IDS) and len(cells) == 4 and "@v0.1.0" in cells[1].source
 
 
 @pytest.mark.parametrize("key", ["Repository", "Student-edition"])
