@@ -163,7 +163,8 @@ def append(entry: dict) -> None:
     """Add one entry, stamped with the student and the time; where a class folder is set, rewrite the
     student's copy there too. A folder that cannot be written must not stop the lesson: it is said once."""
     if not isinstance(entry, dict):
-        raise TypeError(f"journal.append takes a dict, e.g. {{'key': '00.copy', 'guess': 1.0}}, not {type(entry).__name__}")
+        raise TypeError("journal.append takes a dict, e.g. {'key': '00.copy', 'guess': 1.0}, "
+                        f"not {type(entry).__name__}")
     who = student()
     entry = {**entry, "student": who, "time": datetime.datetime.now().isoformat(timespec="seconds")}
     log = path()
@@ -285,7 +286,9 @@ def _log_files(where: Path) -> tuple[list[Path], list[str]]:
         return [where], []
     unreadable: list[str] = []
     files = []
-    for folder, dirs, names in os.walk(where, onerror=lambda err: unreadable.append(f"{err.filename} ({err.strerror})")):
+    def say(err):
+        unreadable.append(f"{err.filename} ({err.strerror})")
+    for folder, dirs, names in os.walk(where, onerror=say):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))    # .ipynb_checkpoints and the like
         files += [Path(folder) / n for n in sorted(names) if n.endswith(".jsonl") and not n.startswith(".")]
     return files, unreadable
@@ -318,7 +321,9 @@ def class_logs(where=None) -> dict[str, list[dict]]:
     else:
         files, unreadable = _log_files(where)
     sticky = where.is_dir() and bool(where.stat().st_mode & stat.S_ISVTX)
-    by_student: dict[str, dict[str, dict]] = {}
+    # {student: {line: [entry, times]}}: a line found in several files (the same log collected twice, by
+    # nbgrader's submitted/ and autograded/) counts as often as in the file holding it most
+    by_student: dict[str, dict[str, list]] = {}
     for file in files:
         try:
             found = _read(file)
@@ -331,11 +336,15 @@ def class_logs(where=None) -> dict[str, list[dict]]:
             continue
         names = {str(e["student"]) for e in found if e.get("student")}
         one_name = next(iter(names)) if len(names) == 1 else ""   # also the file's unnamed entries'
+        here: dict[tuple[str, str], list] = {}
         for e in found:
             sid = place if sure == "sure" else (str(e.get("student") or "") or one_name or place)
             e = {**e, "student": sid}
-            by_student.setdefault(sid, {})[json.dumps(e, sort_keys=True, default=str)] = e
+            here.setdefault((sid, json.dumps(e, sort_keys=True, default=str)), [e, 0])[1] += 1
+        for (sid, line), (e, times) in here.items():
+            kept = by_student.setdefault(sid, {}).setdefault(line, [e, 0])
+            kept[1] = max(kept[1], times)
     if unreadable:
         warnings.warn("could not read: " + "; ".join(unreadable), stacklevel=2)
-    return {sid: sorted(found.values(), key=lambda e: str(e.get("time", "")))
-            for sid, found in sorted(by_student.items())}
+    return {sid: sorted((e for e, times in lines.values() for _ in range(times)), key=lambda e: str(e.get("time", "")))
+            for sid, lines in sorted(by_student.items())}

@@ -45,6 +45,14 @@ def test_every_notebook_opens_with_its_badge_and_the_install_cell_at_this_releas
     assert sum(c.get("id") in gen.COLAB_IDS for c in nb.cells) == 2
 
 
+def test_every_notebook_ends_with_the_cell_that_keeps_the_log():
+    """On Colab the runtime's files go when it stops: the last cell downloads the log (journal.keep)."""
+    for path in NOTEBOOKS:
+        cells = nbformat.read(path, as_version=4).cells
+        assert (cells[-1].id, cells[-1].source) == (gen.KEEP_ID, gen.KEEP_LOG), path.relative_to(ROOT).as_posix()
+        assert sum(c.get("id") == gen.KEEP_ID for c in cells) == 1
+
+
 def test_the_readme_links_to_this_release():
     links = re.findall(r"https://colab\.research\.google\.com/github/\S+?\.ipynb", (ROOT / "README.md").read_text())
     assert links, "README.md has no Open in Colab link"
@@ -136,7 +144,7 @@ def test_generating_inserts_the_cells_into_solution_and_student(tmp_path, monkey
         assert [c.id for c in cells[:2]] == list(gen.COLAB_IDS)
         assert f"/github/owner/course/blob/v0.1.0/{own})" in cells[0].source
         assert "git+https://github.com/owner/course@v0.1.0" in cells[1].source
-    assert [c.source for c in nbformat.read(src, as_version=4).cells[2:]] == ["# Lesson", "x = 1"]
+    assert [c.source for c in nbformat.read(src, as_version=4).cells[2:]] == ["# Lesson", "x = 1", gen.KEEP_LOG]
 
 
 def test_a_second_run_changes_nothing(tmp_path, monkeypatch, capsys):
@@ -176,7 +184,7 @@ def test_a_hand_edited_ref_is_caught_and_a_moved_cell_put_back(tmp_path, monkeyp
     assert gen.main(["--check"]) == 1
     gen.main([])
     cells = nbformat.read(src, as_version=4).cells
-    assert [c.id for c in cells[:2]] == list(gen.COLAB_IDS) and len(cells) == 3 and "@v0.1.0" in cells[1].source
+    assert [c.id for c in cells[:2]] == list(gen.COLAB_IDS) and len(cells) == 4 and "@v0.1.0" in cells[1].source
 
 
 @pytest.mark.parametrize("url", ["", "https://gitlab.com/owner/course", "https://github.com/owner"])

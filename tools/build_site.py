@@ -43,6 +43,7 @@ SOURCE = ROOT / "build" / "site-src"         # the Sphinx source this script wri
 OUT = ROOT / "build" / "site"
 STANDIN = "cpu"                              # the artifacts folder of a run without a GPU
 WIDGET = "application/vnd.jupyter.widget-view+json"
+OWN_CELLS = (*gen.COLAB_IDS, gen.KEEP_ID)          # the generator's cells a page leaves out
 
 
 # --- which run each page shows ---------------------------------------------------------------------
@@ -125,7 +126,7 @@ def run_cell(run: dict | None, standin: bool, colab: str, changed: bool = False)
 
 def code_of(nb) -> list[str]:
     """What the student reads and runs: the code cells, Colab's aside."""
-    return [c.source for c in nb.cells if c.cell_type == "code" and c.get("id") not in gen.COLAB_IDS]
+    return [c.source for c in nb.cells if c.cell_type == "code" and c.get("id") not in OWN_CELLS]
 
 
 def page_notebook(src: Path, run_path: Path | None, pin, standin: bool = False) -> nbformat.NotebookNode:
@@ -145,8 +146,8 @@ def page_notebook(src: Path, run_path: Path | None, pin, standin: bool = False) 
     cells, placed = [], False
     for cell in student.cells:
         tags = cell.metadata.setdefault("tags", [])
-        if cell.get("id") in gen.COLAB_IDS:
-            continue                                     # Colab's cells: the run box links to Colab instead
+        if cell.get("id") in OWN_CELLS:
+            continue                                     # Colab's cells (the run box links to Colab instead), the log's
         if cell.cell_type == "code":
             ran = by_id.get(cell.get("id"))
             hint_call = ran is not None and ran.cell_type == "markdown"   # a hints cell, now the button call

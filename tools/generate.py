@@ -417,12 +417,30 @@ def with_colab_cells(nb, pin: Release, path: str):
     return nb
 
 
+# --- the cell every notebook ends with: keep the student's log ----------------------------------------
+KEEP_ID = "keep-log"
+KEEP_LOG = """\
+# Your log of guesses and hints (one file for every lesson and lab): where it is kept. On Colab without
+# your Drive mounted, this downloads it: Colab loses the runtime's files when the runtime stops.
+from course_utils import journal
+journal.keep()"""
+
+
+def with_keep_cell(nb):
+    """`nb`, changed in place: the cell that keeps the student's log last, any older copy dropped."""
+    keep = nbformat.v4.new_code_cell(KEEP_LOG)
+    keep.id = KEEP_ID
+    nb.cells = [c for c in nb.cells if c.get("id") != KEEP_ID] + [keep]
+    return nb
+
+
 def render(src: Path, dst: Path, pin: Release) -> tuple[str, str, dict]:
-    """The text of the solution notebook `src` with current Colab cells, of its student version, and the
-    notebook's hints."""
+    """The text of the solution notebook `src` with current Colab cells and its last cell, of its student
+    version, and the notebook's hints."""
     name = src.relative_to(ROOT).as_posix()
-    solution = with_colab_cells(nbformat.read(src, as_version=4), pin, name)
+    solution = with_keep_cell(with_colab_cells(nbformat.read(src, as_version=4), pin, name))
     student = with_colab_cells(student_notebook(solution, name), pin, dst.relative_to(ROOT).as_posix())
+    with_keep_cell(student)
     return to_text(solution), to_text(student), hints_of(solution, name)
 
 
