@@ -69,9 +69,10 @@ def lesson_of(entry: dict, exercises: dict[str, str]) -> str | None:
 
 
 def lesson_titles() -> dict[str, str]:
-    """Each lesson's title: the first heading of its solution notebook."""
+    """Each lesson's title: the first heading of its student notebook (a checkout without solutions/, as
+    the hub's, has those)."""
     titles = {}
-    for nb in sorted(ROOT.glob("solutions/*.ipynb")) + sorted(ROOT.glob("solutions/labs/*.ipynb")):
+    for nb in sorted(ROOT.glob("notebooks/*.ipynb")) + sorted(ROOT.glob("labs/*.ipynb")):
         try:
             cells = json.loads(nb.read_text(encoding="utf-8"))["cells"]
         except (OSError, ValueError, KeyError):
