@@ -32,7 +32,8 @@ hints.install()  # in Jupyter, a known Triton error ends with a one-line hint
 # `import course_utils as cu; cu.check.online_softmax(fn)` works as well without `import course_utils`
 # paying for them up front (PEP 562; tests/test_import_cost.py holds both to that). `cu.glossary("HBM")`
 # calls the glossary module itself (course_utils/glossary.py makes it callable).
-_ON_FIRST_USE = ("bench", "check", "glossary", "grade", "plot", "predict", "progress", "timeline")
+_ON_FIRST_USE = ("bench", "check", "classroom", "glossary", "grade", "plot", "predict", "progress",
+                 "timeline")
 
 
 def __getattr__(name):

@@ -10,6 +10,9 @@
   figure). The predictions wait unanswered, as they do for anyone who runs a whole notebook; the cells
   after them must still run and every output must render. nbval cannot see this path: it runs
   headless, where a prediction takes its default at once.
+* The class's guesses on the instructor's screen (`cu.classroom.reveal`, its own section at the end): 30
+  simulated students' guesses, the measurement hidden, then shown by the button, then a 31st guess
+  drawn as it lands; and the after-class page (tools/after_class.py) as Chromium draws it.
 
 What this module no longer does, and what covers it (CONTRIBUTING: a notebook run twice for the same reason
 is run once): it used to Run All every solution. A solution's code is its filled student notebook's
@@ -429,3 +432,101 @@ def run_all_cells(page, lab, notebook: Path):
     never_ran = [i for i in code if i not in ran]
     assert not never_ran, f"code cells that never ran: {never_ran}"
     no_widget_fallbacks(page)
+
+
+# --- the class's guesses on the instructor's screen (course_utils.classroom) ---------------------------------
+# A lecture's moment, in this module's JupyterLab: the instructor's kernel answers a prediction (as running
+# the solution does), then cu.classroom.reveal shows 30 simulated students' guesses from a class folder,
+# hides the measurement until the button is pressed, and redraws when a 31st student's guess lands. The
+# notebook is written under build/ (served by this JupyterLab, never committed). Screenshots go to
+# build/screenshots/; with COURSE_DOC_SHOTS=1 also to docs/classroom/, the pictures the documentation shows:
+#   COURSE_DOC_SHOTS=1 .venv/bin/python -m pytest tests/test_browser.py -k "reveal or after_class"
+CLASSROOM_NB = ROOT / "build" / "classroom-browser" / "reveal.ipynb"
+DOC_SHOTS = ROOT / "docs" / "classroom"
+REVEAL_KEY, REVEAL_MEASURED = "04.speedup", 2.9
+REVEAL_QUESTION = ("fp32, 256 MiB of x: how many times faster than eager F.gelu(x + b) is one fused kernel?")
+
+
+def doc_shot(target, name: str, **options):
+    shot_path = SHOTS / f"{name}.png"
+    target.screenshot(path=str(shot_path), **options)
+    if os.environ.get("COURSE_DOC_SHOTS", "") not in ("", "0"):
+        DOC_SHOTS.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(shot_path, DOC_SHOTS / f"{name}.png")
+
+
+def write_guess(folder: Path, student: str, guess: float, minute: int):
+    """One student's log in the class folder, as course_utils.journal writes it: a committed guess."""
+    line = {"key": REVEAL_KEY, "question": REVEAL_QUESTION, "guess": guess, "measured": None, "unit": "×",
+            "label": "measured", "kind": "number", "student": student, "time": f"2026-11-28T10:{minute:02d}:00"}
+    (folder / f"{student}.jsonl").write_text(json.dumps(line) + "\n")
+
+
+def test_reveal_of_30_students_hidden_shown_then_a_31st(page, lab, tmp_path):
+    import random
+    draw = random.Random(4)   # a class that guessed from 0.7x to 30x: the picture is on a log scale
+    guesses = [round(10 ** draw.uniform(-0.15, 1.5), 1) for _ in range(30)]
+    folder = tmp_path / "class"
+    folder.mkdir()
+    for i, g in enumerate(guesses):
+        write_guess(folder, f"student{i:02d}", g, i)
+    CLASSROOM_NB.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell(  # the instructor runs the solution: its prediction answered in this kernel
+            "import course_utils as cu\nfrom course_utils import predict\n"
+            f"p = predict.number({REVEAL_KEY!r}, {REVEAL_QUESTION!r}, lambda: {REVEAL_MEASURED}, unit='×', "
+            "guess=3.0)"),
+        nbformat.v4.new_code_cell(f"r = cu.classroom.reveal({REVEAL_KEY!r}, where={str(folder)!r}, every=1)"),
+    ], metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}),
+        CLASSROOM_NB)   # a kernel named: JupyterLab asks for none
+    nb, cells = open_notebook(page, lab, CLASSROOM_NB)
+    cells.nth(0).locator(".jp-InputPrompt").click()
+    page.keyboard.press("Escape")
+    for i in range(len(nb.cells)):
+        expect(cells.nth(i)).to_have_class(re.compile(r"\bjp-mod-active\b"))
+        page.keyboard.press("Shift+Enter")
+        expect(cells.nth(i).locator(".jp-InputPrompt")).to_have_text(NUMBERED, timeout=CELL_TIMEOUT)
+    shown = cells.nth(1).locator(".jp-OutputArea")
+    button = shown.get_by_role("button", name="Show the measurement")
+    expect(button).to_be_enabled(timeout=CELL_TIMEOUT)
+    expect(shown).to_contain_text("30 guesses from the class")
+    expect(shown).to_contain_text("The measurement is behind the button")
+    expect(shown).not_to_contain_text("within 2×")
+    picture = shown.locator("img")
+    expect(picture).to_have_count(1)
+    assert picture.evaluate("img => img.complete && img.naturalWidth > 0"), "the class's picture did not load"
+    hidden_src = picture.get_attribute("src")
+    no_widget_fallbacks(page)
+    doc_shot(shown, "reveal-hidden")
+
+    button.click()
+    close = sum(REVEAL_MEASURED / 2 <= g <= REVEAL_MEASURED * 2 for g in guesses)
+    expect(shown).to_contain_text(f"Measured on this GPU: {REVEAL_MEASURED} ×", timeout=CELL_TIMEOUT)
+    expect(shown).to_contain_text(f"{close} of 30 within 2×")
+    expect(button).to_be_disabled()
+    assert picture.get_attribute("src") != hidden_src, "the picture was not redrawn with the measurement"
+    doc_shot(shown, "reveal-shown")
+
+    write_guess(folder, "student30", REVEAL_MEASURED, 31)   # a late student commits, after the reveal
+    expect(shown).to_contain_text("31 guesses from the class", timeout=15_000)
+    expect(shown).to_contain_text(f"{close + 1} of 31 within 2×")
+    assert not traceback_cells(cells), traceback_cells(cells)
+
+
+def test_after_class_page_in_the_browser(browser, tmp_path):
+    """The after-class page of lesson 04, from test_classroom's 30 simulated students, as Chromium draws it."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    import after_class
+    from test_classroom import PLANTED, simulated_class
+    simulated_class(tmp_path / "class")
+    logs = after_class.journal.class_logs(tmp_path / "class")
+    after_class.build(logs, tmp_path / "pages")
+    context = browser.new_context(viewport={"width": 1100, "height": 900})
+    try:
+        page = context.new_page()
+        page.goto((tmp_path / "pages" / "04.html").as_uri())
+        expect(page.get_by_role("heading", name="Where the class's model broke")).to_be_visible()
+        expect(page.locator("body")).not_to_contain_text(PLANTED)
+        doc_shot(page, "after-class", full_page=True)
+    finally:
+        context.close()

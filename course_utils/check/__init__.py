@@ -9,7 +9,7 @@ import functools
 import importlib
 import pkgutil
 
-from .. import hints
+from .. import hints, journal
 from ..environment import same_draws
 from ._core import CheckFailed, Passed, explain, ready, unwritten  # noqa: F401
 from ._core import failed_verdict, say
@@ -31,15 +31,24 @@ def pointing_to_hints(exercise: str, checker):
 
 def showing_verdict(exercise: str, checker):
     """`checker`, which also prints its verdict where no shell shows it (a script, pytest): once, in any
-    context, since a notebook, IPython and the plain REPL show the returned report or the traceback."""
+    context, since a notebook, IPython and the plain REPL show the returned report or the traceback.
+    Every verdict goes into the student's log, one line a call: the after-class page counts, per
+    exercise, who finished and which diagnosis stopped each student first."""
     @functools.wraps(checker)
     def check(*args, **kwargs):
         try:
             result = checker(*args, **kwargs)
         except CheckFailed as e:
+            journal.append({"check": exercise, "passed": False, "diagnosis": e.diagnosis})
             say(failed_verdict(exercise, e))
             # the message is the whole verdict: the frames of the checker's own code would only bury it
             raise e.with_traceback(None)
+        except Exception:
+            # not a verdict on the kernel (an argument the checker refuses, say): logged as not passed,
+            # with no diagnosis, since nothing recognised a cause
+            journal.append({"check": exercise, "passed": False, "diagnosis": None})
+            raise
+        journal.append({"check": exercise, "passed": True, "diagnosis": None})
         if result is not None:
             say(repr(result))
         return result
