@@ -242,6 +242,9 @@ def test_a_page_carries_its_runs_numbers_and_figures(editions, gpu):
         for alt, img in images:
             assert (page_file(built, page).parent / img).is_file(), f"{page}: {img} is missing"
             assert ".png" not in alt and "From the section" in alt and len(alt) > 60, f"{page}: alt text {alt!r}"
+        wide = sum(site.figure_width(c) > site.WIDE for c in executed.cells
+                   if c.cell_type == "code" and c.get("id") in student_ids)
+        assert html_page.count("tag_full-width") == wide, f"{page}: a figure of panels side by side keeps the column"
         assert printed > 0, f"{page}: its run printed no number"
 
 

@@ -330,6 +330,18 @@ def figure_alt(cell, heading: str = "") -> str:
     return alt
 
 
+# Wider than this, in pixels, a figure (panels side by side) would shrink below its text's size in the page's
+# column: its cell takes the page's margin too (sphinx-book-theme's full-width).
+WIDE = 1000
+
+
+def figure_width(cell) -> int:
+    """The widest figure of a code cell, in pixels, as its text/plain says ("<Figure size 1600x400 with 4 Axes>")."""
+    sizes = [int(m[1]) for o in cell.get("outputs", []) if "image/png" in o.get("data", {})
+             if (m := re.search(r"Figure size (\d+)x", "".join(o.get("data", {}).get("text/plain", ""))))]
+    return max(sizes, default=0)
+
+
 def page_notebook(src: Path, run_path: Path | None, pin, standin: bool = False,
                   ed: Edition | None = None) -> nbformat.NotebookNode:
     """The student version of the executed notebook (or of the solution, with no run), with the run's
@@ -361,6 +373,8 @@ def page_notebook(src: Path, run_path: Path | None, pin, standin: bool = False,
                 cell.execution_count = ran.get("execution_count")
                 if any("image/png" in o.get("data", {}) for o in cell.outputs):
                     cell.metadata["mystnb"] = {"image": {"alt": figure_alt(ran, heading)}}
+                    if figure_width(cell) > WIDE:
+                        tags.append("full-width")        # the theme widens the cell into the margin
             if "spoiler" in tags:
                 tags.append("remove-input")              # its code gives the exercise away; its output not
                 cell.source = "# this cell's code gives an exercise away: the page shows its output alone"
