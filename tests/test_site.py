@@ -208,7 +208,7 @@ def test_each_page_names_the_run_it_shows(editions, gpu):
             assert "Not run on the" in text, page
             continue
         run_path = site.pick_run(src, gpu=gpu)
-        run = nbformat.read(run_path, as_version=4).metadata["gpu_run"]
+        run = site.run_of(run_path)
         assert norm(site.run_line(run)) in text, f"{page}: the run's line is missing"
         for key in ("device", "torch", "triton", "date"):
             assert run[key] in text, f"{page}: the run's {key} ({run[key]}) is not on the page"

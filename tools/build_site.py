@@ -110,7 +110,7 @@ def default_gpu(artifacts: Path = ARTIFACTS) -> str | None:
     found = gpus_with_runs(artifacts)
     if REFERENCE in found:
         return REFERENCE
-    return max(found, key=lambda g: (standing(g, artifacts)[0], standing(g, artifacts)[2]), default=None)
+    return max(found, key=lambda g: (lambda ok, _, newest: (ok, newest))(*standing(g, artifacts)), default=None)
 
 
 def resolve_gpu(name: str, artifacts: Path = ARTIFACTS) -> str:
@@ -144,8 +144,7 @@ def edition_name(device: str) -> str:
 def edition(gpu: str | None, artifacts: Path = ARTIFACTS) -> Edition:
     if not gpu:
         return Edition("", "", "")
-    device = next((run_of(p).get("device") for p in sorted((artifacts / gpu).rglob("*.ipynb"))
-                   if run_of(p).get("device")), gpu)
+    device = next(filter(None, (run_of(p).get("device") for p in sorted((artifacts / gpu).rglob("*.ipynb")))), gpu)
     return Edition(gpu, device, edition_name(device))
 
 
