@@ -244,12 +244,15 @@ def test_an_edition_run_records_then_builds_this_gpus_site(tmp_path, monkeypatch
 
 def test_the_colab_notebook_records_every_solution_then_builds_the_edition():
     """tools/record_this_gpu.ipynb, what an instructor opens from a badge: its code compiles, it installs the
-    course from the repository and tag the lessons' badges pin, its chunks name every solution once, and every
-    call it makes to tools/gpu_run.py parses."""
+    course from this repository (the one with the solutions: [project.urls] Repository) at the release tag the
+    notebooks pin, its chunks name every solution once, and every call it makes to tools/gpu_run.py parses."""
     import ast
+    import re
     import shlex
-    sys.path.insert(0, str(ROOT / "tools"))
-    import generate as gen
+    import tomllib
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    repo = re.fullmatch(r"https://github\.com/([\w.-]+/[\w.-]+?)/?", project["urls"]["Repository"])[1]
+    ref = f"v{project['version']}"
     nb = nbformat.read(ROOT / "tools" / "record_this_gpu.ipynb", as_version=4)
     nbformat.validate(nb)
     assert not any(c.get("outputs") for c in nb.cells if c.cell_type == "code"), "commit it without outputs"
@@ -257,9 +260,8 @@ def test_the_colab_notebook_records_every_solution_then_builds_the_edition():
     tree = ast.parse(code)
     values = {t.id: node.value for node in ast.walk(tree) if isinstance(node, ast.Assign)
               for t in node.targets if isinstance(t, ast.Name)}
-    pin = gen.release()
-    assert (ast.literal_eval(values["REPO"]), ast.literal_eval(values["REF"])) == (pin.repo, pin.ref)
-    assert f"github/{pin.repo}/blob/{pin.ref}/tools/record_this_gpu.ipynb" in nb.cells[0].source
+    assert (ast.literal_eval(values["REPO"]), ast.literal_eval(values["REF"])) == (repo, ref)
+    assert f"github/{repo}/blob/{ref}/tools/record_this_gpu.ipynb" in nb.cells[0].source
     chunks = ast.literal_eval(values["CHUNKS"])
     named = [p for chunk in chunks for p in gpu_run.resolve(chunk)]
     assert sorted(named) == sorted(gpu_run.all_notebooks()), "the chunks run every solution exactly once"
