@@ -4,6 +4,9 @@ matplotlib only. Each function draws into `ax` (or a new figure) and returns the
 inline backend shows the figure at the end of the cell, and with MPLBACKEND=Agg nothing opens.
 matplotlib is imported at the first figure, not with the course: a lesson's first cell does not wait
 for it (about a second on a fresh machine).
+
+Colours come from the Okabe-Ito palette (OKABE_ITO), which readers with any common colour-vision deficiency
+tell apart, and where a colour alone would carry a meaning a marker or a hatch carries it too.
 """
 from __future__ import annotations
 
@@ -17,11 +20,25 @@ import numpy as np
 PROJECTOR = {"font.size": 13, "axes.titlesize": 14, "axes.labelsize": 13, "xtick.labelsize": 12,
              "ytick.labelsize": 12, "legend.fontsize": 11, "lines.linewidth": 2.0, "lines.markersize": 6}
 
+# The Okabe-Ito palette: eight colours that stay distinct with protanopia, deuteranopia and tritanopia
+# (M. Okabe and K. Ito, "Color Universal Design", 2008, https://jfly.uni-koeln.de/color/).
+OKABE_ITO = {"blue": "#0072B2", "orange": "#E69F00", "bluish green": "#009E73", "vermillion": "#D55E00",
+             "reddish purple": "#CC79A7", "sky blue": "#56B4E9", "yellow": "#F0E442", "black": "#000000"}
+# The order lines, bars and groups take them: black is kept for ceilings and diagonals, yellow (faint on white)
+# comes last.
+CYCLE = [OKABE_ITO[c] for c in ("blue", "orange", "bluish green", "vermillion", "reddish purple", "sky blue",
+                                "yellow")]
+# Where colours alone would have to tell more groups apart than CYCLE holds (the lessons of the calibration
+# picture), each group also gets a marker of its own.
+MARKERS = ["o", "s", "^", "D", "v", "P", "X", "<", ">", "h"]
+
 
 def pyplot():
     """matplotlib.pyplot, in the course's style: for a figure drawn by hand, `plt = plot.pyplot()`."""
     import matplotlib.pyplot as plt
+    from cycler import cycler    # matplotlib's own dependency
     plt.rcParams.update(PROJECTOR)
+    plt.rcParams["axes.prop_cycle"] = cycler(color=CYCLE)
     return plt
 
 
@@ -98,7 +115,7 @@ def bars(report_or_dict, *, ax=None, ylabel=None, title=None):
     width = max(4.0, 1.3 * len(names) + 2)
     ax = _axes(ax, size=(width, 3.6))
     heights = [v if v is not None else 0 for v in values]
-    bars_ = ax.bar(range(len(names)), heights, color=["#4c72b0" if measured else "#bbbbbb"] * len(names),
+    bars_ = ax.bar(range(len(names)), heights, color=[OKABE_ITO["blue"] if measured else "#bbbbbb"] * len(names),
                    edgecolor="black", hatch=None if measured else "//")
     # long names ("torch.add(y, x, alpha)") on two or three lines, so that neighbours do not overlap
     ax.set_xticks(range(len(names)), [textwrap.fill(str(n), 16) for n in names])
@@ -120,8 +137,8 @@ def curves(x, series: dict, xlabel: str, ylabel: str, logx: bool = True, logy: b
     plot (legend()); on an axes passed in, one of several panels, it stays inside, where matplotlib finds room."""
     own = ax is None
     ax = _axes(ax)
-    for name, ys in series.items():
-        ax.plot(list(x), list(ys), marker="o", ms=4, label=name)
+    for i, (name, ys) in enumerate(series.items()):   # a marker each too: told apart in grey on a projector
+        ax.plot(list(x), list(ys), marker=MARKERS[i % len(MARKERS)], ms=5, label=name)
     if logx:
         ax.set_xscale("log")
     if logy:
@@ -144,8 +161,10 @@ def legend(ax):
 def calibration(rows, ax=None, title: str = "Your predictions: guessed against revealed"):
     """Guess (x) against the revealed value (y) for predictions in any units, log-log, with the diagonal
     where a perfect guess lands and a band of a factor of 2 around it. rows: dicts with guess, measured,
-    lesson and modelled (predict.calibration().rows). Hollow markers: the revealed value was a MODEL."""
-    ax = _axes(ax, size=(6.4, 6.0))
+    lesson and modelled (predict.calibration().rows). Each lesson has a colour and a marker of its own, named in
+    a legend beside the plot (ten lessons are more than colours alone tell apart); hollow markers: the revealed
+    value was a MODEL. Sized to be read at a page's or a projector's width."""
+    ax = _axes(ax, size=(9.0, 6.8))
     if not rows:
         ax.text(0.5, 0.5, "no predictions recorded yet", ha="center", va="center", transform=ax.transAxes)
         ax.set_title(title)
@@ -153,24 +172,26 @@ def calibration(rows, ax=None, title: str = "Your predictions: guessed against r
     values = [r["guess"] for r in rows] + [r["measured"] for r in rows]
     lo, hi = min(values) / 3, max(values) * 3
     x = np.geomspace(lo, hi, 64)
-    ax.loglog(x, x, color="black", lw=1.5, label="guess = revealed")
+    ax.loglog(x, x, color=OKABE_ITO["black"], lw=1.5, label="guess = revealed")
     ax.fill_between(x, x / 2, x * 2, color="gray", alpha=0.15, label="within 2x")
     lessons = sorted({r["lesson"] for r in rows})
-    colors = pyplot().get_cmap("tab10")
     for i, lesson in enumerate(lessons):
+        color, marker = CYCLE[i % len(CYCLE)], MARKERS[i % len(MARKERS)]
         mine = [r for r in rows if r["lesson"] == lesson]
         for modelled in (False, True):
             pts = [r for r in mine if bool(r.get("modelled")) == modelled]
             if pts:
-                ax.plot([r["guess"] for r in pts], [r["measured"] for r in pts], "o", ms=7, color=colors(i % 10),
-                        mfc="none" if modelled else colors(i % 10), mew=2,
+                ax.plot([r["guess"] for r in pts], [r["measured"] for r in pts], marker, ls="none", ms=10,
+                        color=color, mfc="none" if modelled else color, mec=color if modelled else "black",
+                        mew=2 if modelled else 0.8,
                         label=f"lesson {lesson}" if not modelled or len(pts) == len(mine) else None)
     ax.set_xlim(lo, hi)
     ax.set_ylim(lo, hi)
+    ax.set_aspect("equal")
     ax.set_xlabel("your guess")
     ax.set_ylabel("revealed (measured, counted or modelled)")
     ax.set_title(title)
-    ax.legend(fontsize="x-small", ncol=2, loc="upper left")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0, frameon=False)
     ax.grid(True, which="major", alpha=0.3)
     return ax
 
@@ -205,8 +226,10 @@ def memory_hierarchy(ceilings, ax=None):
     for row, (name, size, what, on_chip) in enumerate(levels):
         width = 13 + 2.5 * row      # a pyramid for the eye; the registers of all SMs together outweigh L2
         y = len(levels) - 1 - row
+        # light tints of the palette's sky blue and orange, black text readable on both; the dashed line and its
+        # two words say on chip and off chip without the colours
         ax.add_patch(plt.Rectangle((-width / 2, y + 0.08), width, 0.84, edgecolor="black",
-                                   facecolor="#8fd19e" if on_chip else "#e8a0a0"))
+                                   facecolor="#bfe3f6" if on_chip else "#f7dc9c"))
         ax.text(0, y + 0.62, name, ha="center", va="center", fontsize="medium", weight="bold")
         ax.text(0, y + 0.3, what, ha="center", va="center", fontsize="small")
     ax.axhline(1.0, color="black", ls="--", lw=1.2)
@@ -237,16 +260,18 @@ def programs_on_sms(n: int, block: int, sms: int = 2, ax=None):
         raise ValueError(f"{programs} programs of {block} lanes is too many to draw: keep programs x block <= 256")
     plt = pyplot()
     ax = _axes(ax, size=(max(6.0, programs * block * 0.32), 3.2))
-    cmap = plt.get_cmap("tab10")
+    color = lambda pid: CYCLE[pid % len(CYCLE)]   # noqa: E731
     for lane in range(programs * block):
         pid = lane // block
         masked = lane >= n
-        ax.add_patch(plt.Rectangle((lane, 2), 1, 1, facecolor="white" if masked else cmap(pid % 10),
-                                   edgecolor="black", hatch="//" if masked else None, alpha=0.9))
+        # a pale fill, so that the lane numbers read in black on every colour
+        ax.add_patch(plt.Rectangle((lane, 2), 1, 1, facecolor="white" if masked else color(pid),
+                                   edgecolor="black", hatch="//" if masked else None, alpha=1 if masked else 0.45))
         if not masked:
-            ax.text(lane + 0.5, 2.5, str(lane), ha="center", va="center", fontsize=7)
-    for pid in range(programs):
-        ax.text(pid * block + block / 2, 3.25, f"program {pid}", ha="center", fontsize="small", color=cmap(pid % 10))
+            ax.text(lane + 0.5, 2.5, str(lane), ha="center", va="center", fontsize=8)
+    for pid in range(programs):   # the name in black under a bar of the program's colour: legible whatever the colour
+        ax.add_patch(plt.Rectangle((pid * block + 0.1, 3.05), block - 0.2, 0.12, facecolor=color(pid), edgecolor="none"))
+        ax.text(pid * block + block / 2, 3.25, f"program {pid}", ha="center", fontsize="small")
     width = programs * block / sms
     for s in range(sms):
         ax.add_patch(plt.Rectangle((s * width + 0.2, 0), width - 0.4, 1, facecolor="#eeeeee", edgecolor="black"))

@@ -87,3 +87,17 @@ def test_programs_on_sms_draws_each_program_and_refuses_what_it_cannot_draw():
         plot.programs_on_sms(0, 8)
     with pytest.raises(ValueError, match="too many to draw"):
         plot.programs_on_sms(10_000, 1024)
+
+
+def test_the_pictures_use_the_colour_blind_safe_palette():
+    """Okabe-Ito colours in the order plot.CYCLE gives them, for lines drawn here and by hand (plot.pyplot()), a
+    marker per line as well, and no red against green anywhere (the memory pyramid's two tints included)."""
+    from matplotlib.colors import to_hex
+    ax = plot.curves([1, 2, 3], {"a": [1, 2, 3], "b": [2, 3, 4], "c": [3, 4, 5]}, "n", "ms")
+    assert [to_hex(line.get_color()).upper() for line in ax.lines] == [c.upper() for c in plot.CYCLE[:3]]
+    assert len({line.get_marker() for line in ax.lines}) == 3
+    _, by_hand = plot.pyplot().subplots()
+    assert to_hex(by_hand.plot([1, 2])[0].get_color()).upper() == plot.OKABE_ITO["blue"]
+    assert {to_hex(p.get_facecolor()).upper() for p in plot.bars({"a": 1.0, "b": 2.0}).patches} == {plot.OKABE_ITO["blue"]}
+    fills = {to_hex(p.get_facecolor()) for p in plot.memory_hierarchy(bench.REFERENCE).patches}
+    assert fills == {"#bfe3f6", "#f7dc9c"}          # tints of sky blue and orange: not the green and red they were

@@ -58,3 +58,16 @@ def test_the_picture_has_the_diagonal_and_one_marker_per_prediction(log):
 def test_an_empty_picture_says_so():
     ax = plot.calibration([])
     assert "no predictions" in ax.texts[0].get_text()
+
+
+def test_each_lesson_has_a_colour_and_a_marker_of_its_own_and_a_legend_beside_the_plot():
+    """Ten lessons are more than colours alone tell apart (and red against green fails a colour-blind reader):
+    each gets an Okabe-Ito colour and a marker, the pair its own; the legend sits outside the axes."""
+    from matplotlib.colors import to_hex
+    rows = [{"lesson": f"{i:02d}", "guess": 1.0 + i, "measured": 2.0 + i, "modelled": False} for i in range(10)]
+    ax = plot.calibration(rows)
+    looks = [(to_hex(line.get_color()).upper(), line.get_marker()) for line in ax.lines[1:]]
+    assert len(set(looks)) == 10 and {c for c, _ in looks} <= {c.upper() for c in plot.CYCLE}
+    assert [t.get_text() for t in ax.get_legend().get_texts()][2:] == [f"lesson {i:02d}" for i in range(10)]
+    assert ax.get_legend().get_bbox_to_anchor().x0 > ax.get_position().x1 * ax.figure.bbox.width * 0.9
+    assert ax.figure.get_size_inches()[0] >= 9      # as wide as the page's column at 100 dpi, not a thumbnail
