@@ -74,3 +74,25 @@ def test_a_plain_install_carries_every_subpackage_and_the_hints():
     found = sorted(".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "course_utils").rglob("__init__.py"))
     assert sorted(setuptools["packages"]) == found
     assert "exercise_hints.json" in setuptools["package-data"]["course_utils"]
+
+
+def citation() -> dict:
+    """CITATION.cff's top-level `key: value` lines (a scalar each), read without a YAML library."""
+    found = {}
+    for line in (ROOT / "CITATION.cff").read_text(encoding="utf-8").splitlines():
+        m = re.match(r"^([a-z][a-z-]*):\s*(\S.*)?$", line)
+        if m and m[2]:
+            found[m[1]] = m[2].strip().strip("'\"")
+    return found
+
+
+def test_citation_cff_names_pyproject_version_repository_and_license():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    cff = citation()
+    assert cff.get("cff-version") == "1.2.0"
+    assert cff.get("version") == project["version"], \
+        f"CITATION.cff says version {cff.get('version')}, pyproject.toml {project['version']}: bump both"
+    assert cff.get("repository-code") == project["urls"]["Repository"], \
+        f"CITATION.cff's repository-code {cff.get('repository-code')} is not pyproject.toml's Repository"
+    assert cff.get("license") == project["license"]["text"] == "MIT"
+    assert "MIT License" in (ROOT / "LICENSE").read_text(encoding="utf-8")
