@@ -1,6 +1,7 @@
 import os
 import shutil
 import subprocess
+import tempfile
 
 
 def _one_gpu_per_worker() -> None:
@@ -20,6 +21,9 @@ def _one_gpu_per_worker() -> None:
 
 
 _one_gpu_per_worker()
+# The checks and predictions the tests make go to a log of this test process, not to the developer's own
+# (the course folder's predictions.jsonl); a test that means a log of its own sets COURSE_PREDICTIONS itself.
+os.environ.setdefault("COURSE_PREDICTIONS", os.path.join(tempfile.mkdtemp(prefix="course-tests-"), "predictions.jsonl"))
 # Importing course_utils first puts Triton in interpreter mode on a machine without a GPU,
 # before any test module defines a kernel.
 import course_utils  # noqa: E402,F401
