@@ -44,6 +44,7 @@ import argparse
 import ast
 import copy
 import difflib
+import functools
 import importlib.util
 import json
 import os
@@ -243,7 +244,7 @@ class Match:
     """Where a student's notebook holds each exercise cell of one released assignment."""
     released: Released
     cells: dict = field(default_factory=dict)      # exercise index in the release -> student cell indices
-    how: dict = field(default_factory=dict)        # exercise index -> how it was found
+    how: dict = field(default_factory=dict)        # exercise index -> how it was found, in words
     direct: int = 0                                # exercise cells found by id, definitions or stub text
     anchors: int = 0                               # read-only cells found unchanged
     restored: int = 0                              # read-only cells the student changed (autograde restores them)
@@ -277,13 +278,15 @@ def _key(cell) -> tuple:
     return cell.get("cell_type"), text
 
 
-def _defined(source: str) -> set[str]:
+@functools.lru_cache(maxsize=4096)   # a student's cell is asked about once per exercise of every assignment
+def _defined(source: str) -> frozenset[str]:
     """The names a cell defines at its top level (functions and classes)."""
     try:
         tree = ast.parse(gen.mask_magics(source.split("\n")))
     except SyntaxError:   # a half-written cell: its def lines still say what it defines
-        return set(re.findall(r"^(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)", source, re.M))
-    return {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+        return frozenset(re.findall(r"^(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)", source, re.M))
+    kinds = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    return frozenset(n.name for n in tree.body if isinstance(n, kinds))
 
 
 def _stub_texts(source: str) -> list[str]:
@@ -334,8 +337,16 @@ def _ids_kept(student: list) -> bool:
     return any(c.get("id") for c in student)
 
 
-def match(released: Released, student: list) -> Match:
-    """Find each exercise cell of `released` among the student's cells (a list of cells)."""
+def _alike(a: str, b: str) -> bool:
+    """Nearly the same text (a read-only cell the student edited): difflib's ratio, its cheap bounds first."""
+    m = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    return m.real_quick_ratio() >= 0.8 and m.quick_ratio() >= 0.8 and m.ratio() >= 0.8
+
+
+def match(released: Released, student: list, forced: bool = False) -> Match:
+    """Find each exercise cell of `released` among the student's cells (a list of cells). Unless `forced`
+    (the instructor named the assignment), a notebook none of whose exercise cells is found by id, by what it
+    defines or by its stub's text is not this assignment, and the search stops there."""
     tcells, found = released.nb.cells, Match(released)
     exercises = released.exercises
     tkeys = [("exercise", i) if i in exercises else _key(c) for i, c in enumerate(tcells)]
@@ -358,13 +369,13 @@ def match(released: Released, student: list) -> Match:
     for i in exercises:                                           # 1. the cell id survived
         j = ids.get(tcells[i].get("id"))
         if j is not None and j not in claimed and student[j].get("cell_type") == "code":
-            take(i, [j], "its cell id")
+            take(i, [j], "found by its cell id")
     for i in exercises:                                           # 2. what the stub defines
         if i in found.cells or not names[i]:
             continue
         j = next((j for j in code if j not in claimed and names[i] <= _defined(_source(student[j]))), None)
         if j is not None:
-            take(i, [j], "what it defines (" + ", ".join(sorted(names[i])) + ")")
+            take(i, [j], "found by what it defines")
     texts = {i: _stub_texts(_source(tcells[i])) for i in exercises}
     for i in exercises:                                           # 3. the stub's own text, unchanged
         own = [t for t in texts[i] if sum(t in texts[k] for k in texts) == 1]
@@ -372,13 +383,15 @@ def match(released: Released, student: list) -> Match:
             continue
         j = next((j for j in code if j not in claimed and any(t in _source(student[j]) for t in own)), None)
         if j is not None:
-            take(i, [j], "its stub's text")
+            take(i, [j], "found by its stub's text")
+    if not found.direct and not forced:
+        return found
     # a read-only cell the student changed is not theirs to hand in: autograde restores it
     template_ids = {c.get("id") for k, c in enumerate(tcells) if k not in exercises}
     loose = [k for k in range(len(tcells)) if k not in exercises and k not in anchor and tcells[k].cell_type == "code"]
     changed = {j for j in code if j not in claimed and (
         (_ids_kept(student) and student[j].get("id") in template_ids) or
-        any(difflib.SequenceMatcher(None, _source(tcells[k]), _source(student[j])).ratio() >= 0.8 for k in loose))}
+        any(_alike(_source(tcells[k]), _source(student[j])) for k in loose))}
     found.restored = len(changed)
     claimed |= changed
     # 4. its place: the unclaimed code cells between the cells placed around it, in order (exercises that
@@ -398,7 +411,7 @@ def match(released: Released, student: list) -> Match:
         for n, i in enumerate(pending):
             mine = js[n:n + 1] if n < len(pending) - 1 else js[n:]
             if mine:
-                take(i, mine, "its place in the notebook", direct=False)
+                take(i, mine, "found by its place in the notebook", direct=False)
     # an exercise written into another exercise's cell: its stub's definitions are there, or (a stub that
     # defines nothing, such as "your Triton kernels") its neighbour with no read-only cell between was found
     for i in exercises:
@@ -440,7 +453,7 @@ def identify(student: list, releases: list[Released], assignment: str | None = N
         if not releases:
             raise Unmatched(f"--assignment {assignment}: no such released assignment (release/{assignment}/ holds "
                             "none)")
-    matches = [match(r, student) for r in releases]
+    matches = [match(r, student, forced=assignment is not None) for r in releases]
     if assignment is None:
         matches = [m for m in matches if m.direct]
     if not matches:
@@ -548,7 +561,7 @@ def collect_main(argv: list[str]) -> int:
     course = args.course.resolve()
     written, errors = collect(course, args.submissions.resolve(), args.student_from, args.assignment)
     for student, name, target, path, m in written:
-        how = "; ".join(f"{describe(m.released.nb.cells[i])} by {m.how[i]}" for i in m.released.exercises)
+        how = "; ".join(f"{describe(m.released.nb.cells[i])}: {m.how[i]}" for i in m.released.exercises)
         notes = ([f"{m.restored} read-only cell{'s' if m.restored > 1 else ''} changed (autograde restores "
                   f"{'them' if m.restored > 1 else 'it'})"] if m.restored else []) + \
                 ([f"{len(m.left_out)} added code cell{'s' if len(m.left_out) > 1 else ''} away from any exercise "
