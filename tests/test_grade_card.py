@@ -1,6 +1,10 @@
 """The scorecard under every lab's grader: a failed check, a crash or the stub fails its own row with a
 diagnosis and never stops the rows after it; performance is not measured without a GPU; the budget row
-counts with trips; finish() shows the card and raises GradeFailed if a row failed."""
+counts with trips; finish() shows the card and raises GradeFailed if a row failed. A lab's card states its
+score (grade/_points.py: correct before fast, a wrong kernel never above a right one) and notes its verdict
+in the student's log."""
+import html
+
 import pytest
 import torch
 import triton
@@ -9,7 +13,7 @@ import triton.language as tl
 import course_utils as cu
 from course_utils import grade, trips
 from course_utils.check import CheckFailed
-from course_utils.grade import _card
+from course_utils.grade import _card, _points
 
 
 def test_a_card_that_passes_returns_its_total():
@@ -212,3 +216,70 @@ def test_a_failed_row_names_the_hint_for_its_diagnosis_and_so_does_grade_failed(
     assert "See hint" not in card.rows[1].diagnosis
     with pytest.raises(grade.GradeFailed, match=r"(?s)First failure, overflow: 39 of 500.*\nSee hint 2 "):
         card.finish(show=False)
+
+
+def lab_card(exercise: str, gate: list[str], speed: list[str]) -> grade.Scorecard:
+    """A lab's card with rows of fixed statuses: correctness and budget rows, then performance rows."""
+    card = _card.Scorecard("Lab · fixed rows", hints=exercise)
+    card.rows = [_card.Row(f"gate {n}", status=s) for n, s in enumerate(gate)] + \
+                [_card.Row(f"speed {n}", status=s, timed=True) for n, s in enumerate(speed)]
+    return card
+
+
+def test_a_wrong_kernel_never_scores_above_a_right_slow_one():
+    """Lab 5 on a GPU: a kernel failing one correctness row (its speed then not measured) against a correct
+    kernel that misses every speed target. Counting rows, the first scored 7/8 = 0.88 and the second 8/13."""
+    points = _points.BY_EXERCISE["lab5.flash_decoding"]
+    wrong = lab_card(points.exercise, ["passed"] * 7 + ["failed"], ["not measured"] * 5).score()
+    slow = lab_card(points.exercise, ["passed"] * 8, ["failed"] * 5).score()
+    fast = lab_card(points.exercise, ["passed"] * 8, ["passed"] * 4 + ["failed"]).score()
+    assert wrong.total == round(points.correctness * 7 / 8, 2) < slow.total == points.correctness < fast.total
+    assert fast.speed == points.speed * 4 / 5 and wrong.speed == 0
+    assert "awarded only to a kernel whose correctness and budget rows all pass" in wrong.speed_line
+    assert slow.speed_line == f"speed 0 of {points.speed}: 0 of 5 performance rows met their target"
+    # the worst wrong kernel and the best: one failed row of many, every speed row passed had it been timed
+    many = lab_card(points.exercise, ["passed"] * 40 + ["failed"], ["passed"] * 5).score()
+    assert many.total < slow.total
+
+
+def test_without_a_gpu_the_speed_points_are_not_awarded_and_the_card_says_so_in_one_line():
+    card = lab_card("lab1.swiglu", ["passed"] * 5 + ["not measured"], ["not measured"])
+    score = card.score()
+    assert (score.correctness, score.speed, score.points) == (8, 0, 10)   # a row not measured counts neither way
+    assert score.speed_line == _points.NOT_MEASURED_HERE == "speed: not measured here, grade on the class's GPU"
+    text = card.text()
+    assert text.splitlines()[-1] == f"score 8 of 10: correctness 8 of 8; {_points.NOT_MEASURED_HERE}"
+    assert html.escape(f"score 8 of 10: correctness 8 of 8; {_points.NOT_MEASURED_HERE}") in card._repr_html_()
+    assert grade.Scorecard("Lab 0").score() is None and "score" not in grade.Scorecard("Lab 0").text()
+    with pytest.raises(ValueError, match="a count of rows"):
+        _points.score(_points.BY_LAB["lab1_swiglu"], gate_passed=-1, gate_failed=0, speed_passed=0,
+                      speed_failed=0, speed_rows=1)
+
+
+def test_every_lab_has_its_points_in_one_place():
+    """Each grader's exercise has a row in grade/_points.py, and each row a lab notebook and a grader."""
+    import importlib
+    import pkgutil
+    from pathlib import Path
+    exercises = set()
+    for mod in pkgutil.iter_modules(grade.__path__):
+        if not mod.name.startswith("_"):
+            m = importlib.import_module(f"course_utils.grade.{mod.name}")
+            exercises.add(getattr(m, "EXERCISE", None) or getattr(m, "HINTS"))
+    assert exercises == set(_points.BY_EXERCISE)
+    labs = Path(__file__).resolve().parent.parent / "labs"
+    assert {p.stem for p in labs.glob("*.ipynb")} == set(_points.BY_LAB)
+    assert all(p.correctness > 0 and p.speed > 0 and p.why for p in _points.LABS)
+
+
+def test_finish_notes_a_labs_verdict_in_the_students_log(monkeypatch, tmp_path):
+    from course_utils import journal
+    monkeypatch.setenv("COURSE_PREDICTIONS", str(tmp_path / "log.jsonl"))
+    lab_card("lab1.swiglu", ["passed"] * 5, ["not measured"]).finish(show=False)
+    card = lab_card("lab2.add_rmsnorm", ["passed", "failed", "failed"], ["not measured"])
+    with pytest.raises(grade.GradeFailed):
+        card.finish(show=False)
+    grade.Scorecard("Lab 0 · no lab").finish(show=False)           # a card of no lab is nobody's verdict
+    got = [{k: e[k] for k in ("check", "passed", "diagnosis")} for e in journal.entries()]
+    assert got == [{"check": "lab1.swiglu", "passed": True, "diagnosis": None},
+                   {"check": "lab2.add_rmsnorm", "passed": False, "diagnosis": "gate 1"}]

@@ -35,7 +35,10 @@ Rules a row follows:
   made with Scorecard(..., performance=False) (tests).
 - `budget` counts launches and bytes with trips (it works on the CPU interpreter too).
 - `finish()` shows the card (HTML in a notebook, text elsewhere) with a total, "5 of 6 passed,
-  1 not measured", then raises GradeFailed (an AssertionError; its .card is the card) if any row
+  1 not measured", and for a lab's card (Scorecard(..., hints="lab1.swiglu")) its score, the one nbgrader
+  records: "score 8 of 10: correctness 8 of 8; speed: not measured here, grade on the class's GPU"
+  (grade/_points.py: the weights and the rule, correct before fast). It notes the verdict in the student's
+  log (journal: check, passed, the first failed row's name as diagnosis), then raises GradeFailed (an AssertionError; its .card is the card) if any row
   failed; otherwise it returns a Graded whose repr is that one-line total (the card is already on
   screen) and whose .rows are the rows (Row: name, target, status, measured, diagnosis, seconds).
   Where no shell shows a returned value (a script, pytest), the card is followed by that line printed,
@@ -53,7 +56,8 @@ import traceback
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from .. import _interp, capability, hints, trips
+from .. import _interp, capability, hints, journal, trips
+from . import _points
 from ..check._core import BYTES_SLACK, CheckFailed, say
 from ..environment import INTERPRET, ON_GPU, in_notebook
 from ..numbers import readable
@@ -287,6 +291,18 @@ class Scorecard:
     def failed(self) -> list[Row]:
         return [r for r in self.rows if r.status == FAILED]
 
+    def score(self) -> "_points.Score | None":
+        """This card's score by its lab's points (grade/_points.py), or None for a card of no lab."""
+        points = _points.BY_EXERCISE.get(self.hints)
+        if points is None:
+            return None
+        gate = [r for r in self.rows if not r.timed]
+        speed = [r for r in self.rows if r.timed]
+        return _points.score(points, gate_passed=sum(r.status == PASSED for r in gate),
+                             gate_failed=sum(r.status == FAILED for r in gate),
+                             speed_passed=sum(r.status == PASSED for r in speed),
+                             speed_failed=sum(r.status == FAILED for r in speed), speed_rows=len(speed))
+
     def total(self) -> str:
         p, f, n = self.count(PASSED), self.count(FAILED), self.count(NOT_MEASURED)
         judged = p + f
@@ -299,7 +315,8 @@ class Scorecard:
         s = f"{self.total()} · graded in {_clock.perf_counter() - self._start:.1f} s"
         if not ON_GPU or INTERPRET:
             s += " on the CPU interpreter (performance needs a GPU)"
-        return s
+        score = self.score()
+        return s + (f"\n{score.text()}" if score else "")
 
     def text(self) -> str:
         lines = [self.title + (f" ({self.note})" if self.note else "")]
@@ -309,7 +326,7 @@ class Scorecard:
                          (f"; target {r.target}" if r.target else ""))
             if r.diagnosis:
                 lines += ["    " + line for line in r.diagnosis.splitlines()]
-        lines.append(self._footer())
+        lines += self._footer().splitlines()
         return "\n".join(lines)
 
     __repr__ = text
@@ -330,7 +347,8 @@ class Scorecard:
                 "<table><tr><th style='text-align:left'>criterion</th><th>result</th>"
                 "<th style='text-align:left'>measured</th><th style='text-align:left'>target</th>"
                 "<th style='text-align:left'>diagnosis</th></tr>" + "".join(cells) +
-                f"</table><span style='color:{colour};font-weight:bold'>{e(self._footer())}</span></div>")
+                f"</table><span style='color:{colour};font-weight:bold'>"
+                f"{'<br>'.join(e(line) for line in self._footer().splitlines())}</span></div>")
 
     def show(self) -> None:
         if in_notebook():
@@ -345,9 +363,12 @@ class Scorecard:
         "✓ title: total" or "✗ title: total", as check.<exercise> prints its own."""
         if show:
             self.show()
+        if self.hints:   # a lab's verdict, for the class's view of who is stuck where
+            journal.append({"check": self.hints, "passed": not self.failed,
+                            "diagnosis": self.failed[0].name if self.failed else None})
         if self.failed:
             first = self.failed[0]
-            lines = first.diagnosis.splitlines()
+            lines = first.diagnosis.splitlines() or ["(no diagnosis)"]
             pointer = next((ln for ln in lines[1:] if ln.startswith("See hint ")), "")  # from criterion()
             err = GradeFailed(f"{self.title}: {self.total()}. First failure, {first.name}: "
                               f"{lines[0][:200]}" + (f"\n{pointer}" if pointer else ""))
