@@ -12,11 +12,16 @@ as in a decode step) over enough copies of the inputs that none is still in L2, 
 the choice in memory and in ~/.cache/feed-the-beast/tuned-<gpu>.json, so the next call and the next session
 reuse it. `tune.report(name)` says what was chosen and how each candidate timed. Without a GPU (the
 interpreter) nothing is timed: the first candidate is returned.
+
+`compile_ahead(calls)` compiles the Triton kernels a list of calls would launch, all at once in threads, without
+running them: what a cell that times many versions of a kernel (or `fastest`, its candidates) does first, so that
+a fresh machine waits for its compiles side by side instead of one after another.
 """
 from __future__ import annotations
 
 import json
 import math
+import os
 
 import torch
 
@@ -81,6 +86,7 @@ def fastest(name: str, key, candidates: list, make, args: tuple):
         return seen["best"]
     if torch.cuda.is_current_stream_capturing():   # nothing can be timed inside a capture: tune before it
         return candidates[0]
+    compile_ahead([make(c, *args) for c in candidates])
     sets = _copies(tuple(args), torch.cuda.get_device_properties(0).L2_cache_size)
     us = {}
     for c in candidates:
@@ -113,3 +119,77 @@ def report(name: str) -> str:
         lines.append(f"  {k}: chose {_label(entry['best'])}; " + ", ".join(f"[{lab}] {t:g}" for lab, t in times[:6])
                      + (f", … {len(times) - 6} more" if len(times) > 6 else ""))
     return "\n".join(lines)
+
+
+def compile_ahead(calls, *, threads: int | None = None) -> int:
+    """Compile the Triton kernels that the zero-argument `calls` launch, all at once in threads, and run none of them.
+
+    Each call runs with every launch turned into a compile request (so what it returns, and whatever a kernel would
+    have written, means nothing); a launch through @triton.autotune requests every config it would time, and the
+    autotuner chooses nothing here. The requests are compiled side by side, and the calls that then run (and are
+    timed) find their kernels ready. A compile takes about a second of CPU, most of it outside Python's lock (LLVM,
+    then ptxas), so a dozen of them cost about what the slowest does instead of a dozen seconds in a row, on a
+    machine with the cores for it.
+
+    Returns how many kernels were requested. Does nothing (0) without a GPU, inside a CUDA-graph capture, or where
+    this Triton has no asynchronous compilation (triton.runtime._async_compile): each kernel then compiles at its
+    first launch, as always. A call that raises stops there (what it requested before still compiles), and a
+    kernel that fails to compile fails again, with its message, when it is launched."""
+    calls = list(calls)
+    if not calls or not bench.on_gpu() or _capturing():
+        return 0
+    try:
+        from concurrent.futures import ThreadPoolExecutor
+        from triton.runtime._async_compile import AsyncCompileMode
+        from triton.runtime.autotuner import Autotuner
+        from triton.runtime.jit import JITFunction
+    except ImportError:
+        return 0
+    launch, autotuned = JITFunction.run, Autotuner.run
+    requested: set = set()
+
+    def request(self, *args, grid=None, warmup=False, **kwargs):
+        kernel = launch(self, *args, grid=grid, warmup=True, **kwargs)
+        if type(kernel).__name__ == "FutureKernel":   # not compiled yet (this process, or Triton's disk cache)
+            requested.add(id(kernel))
+        return kernel
+
+    def request_every_config(self, *args, **kwargs):
+        # as the autotuner's own run, less the timing: each config's pre_hook (a descriptor's block shape, which the
+        # kernel's signature holds), then its compile
+        self.nargs = dict(zip(self.arg_names, args))
+        try:
+            for config in self.prune_configs(kwargs):
+                if config.pre_hook:
+                    config.pre_hook({**self.nargs, **kwargs, **config.all_kwargs()})
+                self.fn.run(*args, **kwargs, **config.all_kwargs())
+        except Exception:  # noqa: BLE001  (this Triton's autotuner differs: its kernel compiles when launched)
+            pass
+        finally:
+            self.nargs = None
+
+    JITFunction.run, Autotuner.run = request, request_every_config
+    try:
+        with ThreadPoolExecutor(threads or min(32, os.cpu_count() or 1)) as pool:
+            try:
+                mode = AsyncCompileMode(pool, ignore_errors=True)
+            except TypeError:     # a Triton whose mode has no ignore_errors: the first failure ends the wait
+                mode = AsyncCompileMode(pool)
+            with mode:
+                for call in calls:
+                    try:
+                        call()
+                    except Exception:  # noqa: BLE001  (a call that needs a kernel's result: see the docstring)
+                        pass
+    except Exception:  # noqa: BLE001  (a compile failed, or the mode could not start: those compile at launch)
+        pass
+    finally:
+        JITFunction.run, Autotuner.run = launch, autotuned
+    return len(requested)
+
+
+def _capturing() -> bool:
+    try:
+        return torch.cuda.is_current_stream_capturing()
+    except RuntimeError:    # a torch built without CUDA (tools/compile_targets.py plays a GPU on one)
+        return False

@@ -89,3 +89,63 @@ def test_a_crashing_backward_is_a_row_not_an_exception(capsys):
     assert "raised ValueError: boom" in card
     # on a GPU the card stops after the bounds-checked replay; on the CPU it goes on (performance: not measured)
     assert "not measured" in card or torch.cuda.is_available()
+
+
+def _tf32(t, rounding):
+    """fp32 t as a GPU's tensor cores read a tl.dot operand: 10 mantissa bits, the other 13 cut or rounded (apart from
+    the grader's own rounding, so that this test checks it)."""
+    half = {"cut": 0, "nearest": 1 << 12}[rounding]
+    bits = t.contiguous().view(torch.int32)
+    return ((bits + half) // (1 << 13) * (1 << 13)).view(torch.float32)
+
+
+def _fp32_on_a_tf32_gpu(q, k, v, do, causal, rounding, scaled=True):
+    """The lab's forward and backward in fp32 at N = 40 (one 64-row tile on a GPU), every tl.dot in TF32 as on an
+    H100 or H200; scaled=False: S = QKᵀ in the backward, the scale forgotten."""
+    def dot(a, b):
+        return _tf32(a, rounding) @ _tf32(b, rounding)
+    n, d = q.shape[-2:]
+    scale = 1 / d ** 0.5
+    keep = torch.ones(n, n, dtype=torch.bool).tril() if causal else torch.ones(n, n, dtype=torch.bool)
+    s = (dot(q, k.transpose(-1, -2)) * scale).masked_fill(~keep, float("-inf"))
+    m = s.amax(-1, keepdim=True)
+    p = torch.exp(s - m)
+    o = dot(p, v) / p.sum(-1, keepdim=True)
+    lse = m + torch.log(p.sum(-1, keepdim=True))
+    delta = (o * do).sum(-1, keepdim=True)
+    qk = dot(q, k.transpose(-1, -2))
+    p = torch.where(keep, torch.exp((qk * scale if scaled else qk) - lse), 0.0)
+    ds = p * (dot(do, v.transpose(-1, -2)) - delta)
+    return dot(ds, k) * scale, dot(ds.transpose(-1, -2), q) * scale, dot(p.transpose(-1, -2), do)
+
+
+@pytest.mark.parametrize("rounding", ["cut", "nearest"])
+def test_on_a_tf32_gpu_the_fp32_case_still_names_the_missing_scale(rounding):
+    """On an H200 the fp32 row once said "all 1280 elements are wrong" for S left unscaled: its exponents are √D times
+    the right ones, and TF32's error in them, through exp, is past the tolerance of the right answer. Emulated here
+    (both ways a tensor core may read fp32): the right kernel passes, the mistake is named in every gradient."""
+    fb = importlib.import_module("course_utils.grade.flash_backward")
+    from course_utils.check._core import CheckFailed
+    named = r"dV`: P is rebuilt from S without its scale.*\n\s*dK has the same mistake\.\n\s*dQ has the same mistake\.$"
+    unnamed_exactly = 0
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)   # N = 40: two pytest workers' thread pools on two cores only wait on each other
+    try:
+        for seed, causal in ((0, False), (1, True)):
+            gen = torch.Generator().manual_seed(seed)
+            q, k, v, do = (torch.randn(*fb.FP32_SHAPE, generator=gen) for _ in range(4))
+            refs = fb.reference(q, k, v, do, causal)[1:]
+            right = _fp32_on_a_tf32_gpu(q, k, v, do, causal, rounding)
+            fb._judge_gradients(q, k, v, do, causal, right, refs, "right", gpu=True, tf32=True)
+            wrong = _fp32_on_a_tf32_gpu(q, k, v, do, causal, rounding, scaled=False)
+            with pytest.raises(CheckFailed) as e:
+                fb._judge_gradients(q, k, v, do, causal, wrong, refs, "unscaled", gpu=True, tf32=True)
+            assert re.search(named, str(e.value)), str(e.value)
+            if rounding == "cut":   # compared with the mistake computed exactly, as the H200's grader did
+                with pytest.raises(CheckFailed) as e:
+                    fb._judge_gradients(q, k, v, do, causal, wrong, refs, "unscaled", gpu=True, tf32=False)
+                unnamed_exactly += not re.search(named, str(e.value))
+    finally:
+        torch.set_num_threads(threads)
+    # cutting the bits lowers every large exponent: these draws went unnamed there
+    assert unnamed_exactly == 2 or rounding == "nearest", unnamed_exactly

@@ -1,9 +1,10 @@
 """trips.hardware: the DRAM bytes Nsight Compute reads from the GPU's counters, beside the counted bytes.
 
-On the CPU there is no GPU and no ncu: it says so in one line and shows the counted bytes. The whole path
-(the functions sent to a child Python, a @triton.jit kernel and a closure over a tensor rebuilt there and
-run, ncu's CSV read back and split per function) runs here under a stand-in `ncu` that runs the command
-it is given and then prints a table in ncu's CSV format (tests/ncu_dram_bytes_sample.csv)."""
+On the CPU there is no GPU and no ncu: it says so in one line and shows the counted bytes (on a GPU, tested as
+if there were none). The whole path (the functions sent to a child Python, a @triton.jit kernel and a closure
+over a tensor rebuilt there and run, ncu's CSV read back and split per function) runs on any machine under a
+stand-in `ncu` that runs the command it is given and then prints a table in ncu's CSV format
+(tests/ncu_dram_bytes_sample.csv); the kernel runs where the machine runs kernels (the GPU, or the interpreter)."""
 import linecache
 import os
 import re
@@ -40,7 +41,13 @@ def test_bad_arguments_get_a_clear_error():
         trips.hardware({"eager": lambda: x}, counted={"eager": 64})
 
 
-def test_on_the_cpu_it_says_why_in_one_line_and_shows_the_counted_bytes():
+@pytest.fixture
+def no_gpu(monkeypatch):
+    """As on a machine without a GPU (a no-op on one): what hardware() and prepare_hardware() do there."""
+    monkeypatch.setattr(hardware_bytes, "ON_GPU", False)
+
+
+def test_on_the_cpu_it_says_why_in_one_line_and_shows_the_counted_bytes(no_gpu):
     x = torch.ones(1024)
     hw = trips.hardware({"eager": lambda: x.cos().cos(), "fused": lambda: x.cos()},
                         counted={"eager": trips.count(lambda: x.cos().cos())})
@@ -122,8 +129,9 @@ NOTEBOOK_CELL = '''
 import torch
 import triton
 import triton.language as tl
+from course_utils.environment import DEVICE
 
-x = torch.arange(1000, dtype=torch.float32)
+x = torch.arange(1000, dtype=torch.float32, device=DEVICE)
 
 
 @triton.jit
@@ -280,7 +288,7 @@ def test_a_standby_takes_the_call_and_follows_the_notebook(fake_ncu, tmp_path):
     assert _ncu_calls(tmp_path) == ["standby"], "no fresh child ran"
     seen = hw.standby
     assert seen["used"] and seen["cuda_calls"] == [] and seen["torch_cuda_initialized"] is False
-    assert seen["driver"] in (None, "not initialised")   # no CUDA driver on this machine: None
+    assert seen["driver"] in (None, "not initialised")   # None where there is no CUDA driver
     assert not standby.alive() and not os.path.exists(standby.folder) and hardware_bytes._standby is None
     assert not any("started ahead" in line for line in repr(hw).splitlines())
 
@@ -370,6 +378,6 @@ def test_no_standby_where_it_could_not_profile(fake_ncu, tmp_path):
     assert hardware_bytes._counters_open()
 
 
-def test_on_the_cpu_preparing_does_nothing():
+def test_on_the_cpu_preparing_does_nothing(no_gpu):
     hardware_bytes.prepare_hardware()
     assert hardware_bytes._standby is None

@@ -5,7 +5,8 @@ a torch.autograd.Function whose forward the lab gives.
     dq, dk, dv = torch.autograd.grad(o, (q, k, v), do)
 
 The references are SDPA's gradients computed in float64; the realistic wrong answers are computed from
-the same float64 pieces (P, dP, the row sums Δ = rowsum(dO·O)) with one mistake each."""
+the same float64 pieces (P, dP, the row sums Δ = rowsum(dO·O)) with one mistake each, and one of them also as
+a GPU's tensor cores compute it in fp32 (see _unscaled_scores)."""
 from __future__ import annotations
 
 import math
@@ -14,7 +15,7 @@ import torch.nn.functional as F
 
 from .. import bench, targets, trips
 from ..check._core import CheckFailed, compare, compare_each, fail, listed
-from ..environment import DEVICE, INTERPRET, ON_GPU, pick
+from ..environment import DEVICE, INTERPRET, ON_GPU, compute_capability, pick
 from ..targets import TARGETS
 from ._card import Scorecard
 
@@ -96,13 +97,47 @@ def _last_block_only(q, k, v, do, causal, block):
             p[..., rows, :].transpose(-1, -2) @ dod[..., rows, :])
 
 
-def _unscaled_scores(q, k, v, do, causal):
-    """dQ, dK, dV with P rebuilt as exp(QKᵀ − lse): the scale left out of S, lse the forward's."""
-    qd, kd, dod, _, dp, delta, keep, scale, _ = _pieces(q, k, v, do, causal)
-    qk = qd @ kd.transpose(-1, -2)
-    lse = torch.logsumexp((qk * scale).masked_fill(~keep, float("-inf")), dim=-1, keepdim=True)
+# How a tensor core may read an fp32 operand of tl.dot in TF32 (10 of its 23 mantissa bits): the bits past them
+# cut off, or rounded to the nearest. Which one a GPU does is its own and Triton's choice; the grader allows both.
+TF32_ROUNDINGS = ("cut", "nearest")
+
+
+def _tf32(t: torch.Tensor, rounding: str) -> torch.Tensor:
+    """float64 t as fp32, then as a tensor core reads it in TF32 (rounding: one of TF32_ROUNDINGS), in float64."""
+    bits = t.float().view(torch.int32)
+    if rounding == "nearest":
+        bits = bits + 0x1000           # half of the last bit kept, on the magnitude: ties go away from 0
+    return (bits & ~0x1FFF).view(torch.float32).double()
+
+
+def _tf32_dots(dtype) -> bool:
+    """Whether tl.dot on dtype runs in TF32 here: fp32 on a GPU's tensor cores from sm_80, Triton's default."""
+    return dtype == torch.float32 and ON_GPU and not INTERPRET and (compute_capability() or (0, 0)) >= (8, 0)
+
+
+def _unscaled_scores(q, k, v, do, causal, rounding=None):
+    """dQ, dK, dV with P rebuilt as exp(QKᵀ − lse): the scale left out of S, lse the forward's.
+
+    rounding (one of TF32_ROUNDINGS): every tl.dot operand read in TF32, the forward's too, as a GPU computes fp32.
+    This mistake needs it where the others do not: its exponents are √D times the right ones (up to about 14 at
+    the fp32 case's D = 16), TF32's 10 mantissa bits leave such an exponent off by up to about 0.01, and exp turns
+    that into a 1 % error of P, twice the fp32 tolerance; computed as the GPU computes it, the answer matches."""
+    r = (lambda t: t) if rounding is None else (lambda t: _tf32(t, rounding))
+    qd, kd, vd, dod = (t.double() for t in (q, k, v, do))
+    n, d = q.shape[-2], q.shape[-1]
+    scale = 1.0 / math.sqrt(d)
+    keep = torch.ones(n, n, dtype=torch.bool, device=q.device)
+    if causal:
+        keep = keep.tril()
+    qk = r(qd) @ r(kd).transpose(-1, -2)
+    s = (qk * scale).masked_fill(~keep, float("-inf"))
+    lse = torch.logsumexp(s, dim=-1, keepdim=True)
+    p_forward = torch.exp(s - s.amax(dim=-1, keepdim=True))        # the forward's P, before it is normalised
+    o = r(p_forward) @ r(vd) / p_forward.sum(dim=-1, keepdim=True)
+    delta = (dod * o).sum(-1, keepdim=True)                        # the Δ kernel: no dot
     p = torch.exp(qk - lse).masked_fill(~keep, 0.0)
-    return _grads(qd, kd, dod, p, p * (dp - delta), scale)
+    ds = p * (r(dod) @ r(vd).transpose(-1, -2) - delta)
+    return r(ds) @ r(kd) * scale, r(ds).transpose(-1, -2) @ r(qd) * scale, r(p).transpose(-1, -2) @ r(dod)
 
 
 # The backward keeps no running max: where its P overflows, S is not the forward's
@@ -114,9 +149,10 @@ OVERFLOW = ("The backward keeps no running max: P = exp(S − lse) is at most 1 
 _LABELS = (("dQ", "dq", "dq_ptr"), ("dK", "dk", "dk_ptr"), ("dV", "dv", "dv_ptr"))
 
 
-def _wrong(q, k, v, do, causal):
+def _wrong(q, k, v, do, causal, tf32=False):
     """Per gradient (0 dQ, 1 dK, 2 dV): [(tensor, message, diagnosis key)], the mistakes the lab sees most,
-    each message about that gradient alone (compare_each says which others are wrong too)."""
+    each message about that gradient alone (compare_each says which others are wrong too). tf32: the kernel's fp32
+    tl.dot runs in TF32 (_tf32_dots)."""
     qd, kd, dod, p, dp, delta, keep, scale, o = _pieces(q, k, v, do, causal)
     dq, dk, dv = _grads(qd, kd, dod, p, p * (dp - delta), scale)
     per = {0: [], 1: [], 2: []}
@@ -133,9 +169,10 @@ def _wrong(q, k, v, do, causal):
     add((dq / scale, dk / scale, None),
         lambda lab: f"{lab[0]} is √D = {1 / scale:.3g}× too large: the scale is missing. S = scale·QKᵀ, so "
                     + ("dQ = scale·dS·K." if lab[0] == "dQ" else "dK = scale·dSᵀ·Q."), "scale")
-    add(_unscaled_scores(q, k, v, do, causal),
-        "P is rebuilt from S without its scale: the forward's lse is the log-sum-exp of scale·QKᵀ (scale = 1/√D), "
-        "so P = exp(scale·QKᵀ − lse); with QKᵀ alone every exponent is √D times too large.", "scale")
+    for rounding in (None,) + (TF32_ROUNDINGS if tf32 else ()):
+        add(_unscaled_scores(q, k, v, do, causal, rounding),
+            "P is rebuilt from S without its scale: the forward's lse is the log-sum-exp of scale·QKᵀ (scale = 1/√D), "
+            "so P = exp(scale·QKᵀ − lse); with QKᵀ alone every exponent is √D times too large.", "scale")
     add((None, dv, dk), lambda lab: f"{lab[0]} holds the values of {'dV' if lab[0] == 'dK' else 'dK'}: in "
         f"bwd_dkdv_kernel, does the tl.store at {lab[2]} write {lab[1]}?", "swapped")
     add((None, None, p @ dod), "dV is P·dO; it is Pᵀ·dO (each key collects from the queries that looked at it).",
@@ -183,11 +220,11 @@ def _run(fn, q, k, v, do, causal):
     return o, grads
 
 
-def _tol(dtype, ref):
+def _tol(dtype, ref, gpu=ON_GPU and not INTERPRET):
     big = max(1.0, float(ref.abs().max()))
     if dtype == torch.float16:
         return dict(atol=5e-3 * big, rtol=1e-2)
-    if ON_GPU and not INTERPRET:     # tl.dot on fp32 runs in tf32 by default
+    if gpu:     # tl.dot on fp32 runs in tf32 by default
         return dict(atol=5e-3 * big, rtol=5e-3)
     return dict(atol=1e-4 * big, rtol=1e-4)
 
@@ -202,24 +239,34 @@ def _check_case(card, fn, name, shape, dtype, causal, gen):
     except CheckFailed as e:
         raise CheckFailed(f"{e}\nThe forward is the lab's, given: did an edit of the forward kernel or of "
                           "FlashAttention.forward break it?", e.diagnosis) from None
-    if _swapped(dk, dv, rdk, rdv, dtype):
+    _judge_gradients(q, k, v, do, causal, (dq, dk, dv), (rdq, rdk, rdv), what)
+
+
+def _judge_gradients(q, k, v, do, causal, grads, refs, what, gpu=ON_GPU and not INTERPRET,
+                    tf32=None):
+    """Fail with a diagnosis unless grads (dq, dk, dv) match refs (float64). gpu: the tolerance of a GPU's fp32;
+    tf32: whether fp32 tl.dot ran in TF32 (by default, whether it does here)."""
+    dtype = q.dtype
+    tf32 = _tf32_dots(dtype) if tf32 is None else tf32
+    (dq, dk, dv), (rdq, rdk, rdv) = grads, refs
+    if _swapped(dk, dv, rdk, rdv, dtype, gpu):
         # the launcher is given and returns (dq, dk, dv) in order: the swap is in the student's stores
         fail(f"`{what}`: dK and dV are swapped: dK holds the values of dV (Pᵀ·dO) and dV those of dK (scale·dSᵀ·Q). "
              "The launcher, given, returns them as your kernel stored them: at the end of bwd_dkdv_kernel, does "
              "the tl.store at dk_ptr write dk, and the one at dv_ptr dv?", "swapped")
-    wrong = _wrong(q, k, v, do, causal)
+    wrong = _wrong(q, k, v, do, causal, tf32)
     # dV first: it needs P alone, so its diagnosis is the nearest to the cause
-    compare_each([(got, ref.to(dtype), label, dict(like=q, tol=_tol(dtype, ref), overflow_hint=OVERFLOW,
+    compare_each([(got, ref.to(dtype), label, dict(like=q, tol=_tol(dtype, ref, gpu), overflow_hint=OVERFLOW,
                                                     overflow_key="scale",
                                                     wrong_answers=[(w.to(dtype), msg, key) for w, msg, key in wrong[i]]))
                   for i, (got, ref, label) in reversed(list(enumerate([(dq, rdq, "dQ"), (dk, rdk, "dK"),
                                                                        (dv, rdv, "dV")])))], name=what)
 
 
-def _swapped(dk, dv, rdk, rdv, dtype) -> bool:
+def _swapped(dk, dv, rdk, rdv, dtype, gpu) -> bool:
     def near(a, b):
         return isinstance(a, torch.Tensor) and a.shape == b.shape and a.dtype == dtype and bool(
-            torch.isclose(a.double(), b.to(dtype).double(), **_tol(dtype, b)).all())
+            torch.isclose(a.double(), b.to(dtype).double(), **_tol(dtype, b, gpu)).all())
     return near(dk, rdv) and near(dv, rdk) and not near(dk, rdk)
 
 
