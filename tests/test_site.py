@@ -1,9 +1,12 @@
-"""The browsable edition (`./course site`, tools/build_site.py), built once from the committed executed
-notebooks (docs/gpu-results/notebooks/), on a CPU:
+"""The browsable edition (`./course site`, tools/build_site.py), built from the committed executed notebooks
+(docs/gpu-results/notebooks/), on a CPU: the default GPU's edition (the H100's) and the H200's, both in one
+Sphinx process, once per session:
 
 * every lesson and lab has a page, reachable from the index;
+* the title, the index and the runs page name the edition's GPU, and the index says how complete its runs are
+  (a partial edition, made up, names what failed and what was not run);
 * each page names the run it shows (GPU, versions, date; a CPU stand-in says it is one) and carries
-  that run's printed numbers and figures;
+  that run's printed numbers and figures, each figure with an alt text that says what it shows;
 * where the lesson has an exercise, the page shows the student's stub;
 * no line of any solution's code that no student notebook shows is anywhere in the built site, as a line
   of any file (and the search for it finds such a line when one is put there);
@@ -33,6 +36,8 @@ gen = site.gen   # tools/generate.py, as the site uses it
 import solution_search as search  # noqa: E402  (tools/, on the path since build_site put it there)
 
 PAGES = site.pages()
+H200 = "nvidia-h200"
+EDITIONS = (site.REFERENCE, H200)     # the default edition and the one a --gpu names, built together
 # the pages the browser walks to from the index (every page is checked without a browser)
 WALK = ("lessons/00_setup", "lessons/06_fused_softmax", "lessons/09_flash_attention", "labs/lab1_swiglu")
 # as in tests/test_browser.py: no sandbox (root in a container), no GPU, no traffic of chromium's own
@@ -58,21 +63,29 @@ def secret_lines() -> frozenset[str]:
 
 # --- the site, built once ----------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
+def editions(tmp_path_factory) -> dict[str, Path]:
+    """Both editions, {gpu: site}, built by one Sphinx process: the default (`./course site`) and the H200's."""
     tmp = tmp_path_factory.mktemp("site")
+    assert site.default_gpu() == site.REFERENCE, "the default edition is the H100's while it has runs"
     t0 = time.perf_counter()
-    assert site.build(tmp / "site", tmp / "site-src") == 0, "the site did not build (Sphinx's messages above)"
-    print(f"site built in {time.perf_counter() - t0:.0f} s")
-    return tmp / "site"
+    out = {None: tmp / "site", H200: tmp / f"site-{H200}"}
+    assert site.build_editions(out, tmp / "site-src") == 0, "the site did not build (Sphinx's messages above)"
+    print(f"two editions built in {time.perf_counter() - t0:.0f} s")
+    return {site.REFERENCE: out[None], H200: out[H200]}
+
+
+@pytest.fixture(scope="module")
+def built(editions):
+    return editions[site.REFERENCE]
 
 
 def page_file(built: Path, page: str) -> Path:
     return built / f"{page}.html"
 
 
-def runs() -> list[tuple[Path, str, Path]]:
-    """(solution, page, artifact) for every page that shows a recorded run."""
-    return [(src, page, run) for src, page in PAGES if (run := site.pick_run(src)) is not None]
+def runs(gpu: str | None = None) -> list[tuple[Path, str, Path]]:
+    """(solution, page, artifact) for every page of `gpu`'s edition (default: the default's) that shows a run."""
+    return [(src, page, run) for src, page in PAGES if (run := site.pick_run(src, gpu=gpu)) is not None]
 
 
 def page_text(built: Path, page: str) -> str:
@@ -103,24 +116,44 @@ def test_a_page_says_when_its_lesson_changed_after_the_run(tmp_path):
     assert note in older.cells[1].source and "a line the lesson has since lost" in nbformat.writes(older)
 
 
-def test_each_page_names_the_run_it_shows(built):
-    shown = {page for _, page, _ in runs()}
+@pytest.mark.parametrize("gpu", EDITIONS)
+def test_the_title_index_and_runs_page_name_the_editions_gpu(editions, gpu):
+    ed = site.edition(gpu)
+    assert ed.name == {site.REFERENCE: "H100 SXM", H200: "H200"}[gpu]
+    index = (editions[gpu] / "index.html").read_text(encoding="utf-8")
+    assert f"<title>{ed.title}" in index and f"the {ed.name} edition" in page_text(editions[gpu], "runs")
+    text = page_text(editions[gpu], "index")
+    assert f"as it ran on the {ed.device}" in text and "{{" not in text
+    ok, ran, newest = site.standing(gpu)
+    assert ok == ran == len(PAGES) and f"All {len(PAGES)} lessons and labs ran to the end on the {ed.name}" in text
+    assert f"runs of {newest[:10]}" in text
+    other = next(g for g in EDITIONS if g != gpu)
+    assert f"--gpu {other}" in page_text(editions[gpu], "runs"), "the runs page points to the other edition"
+
+
+@pytest.mark.parametrize("gpu", EDITIONS)
+def test_each_page_names_the_run_it_shows(editions, gpu):
+    shown = {page for _, page, _ in runs(gpu)}
     for src, page in PAGES:
-        text = page_text(built, page)
+        text = page_text(editions[gpu], page)
         if page not in shown:
-            assert "Not run yet" in text, page
+            assert "Not run on the" in text, page
             continue
-        run = nbformat.read(site.pick_run(src), as_version=4).metadata["gpu_run"]
+        run_path = site.pick_run(src, gpu=gpu)
+        run = nbformat.read(run_path, as_version=4).metadata["gpu_run"]
         assert norm(site.run_line(run)) in text, f"{page}: the run's line is missing"
         for key in ("device", "torch", "triton", "date"):
             assert run[key] in text, f"{page}: the run's {key} ({run[key]}) is not on the page"
-        standin = site.pick_run(src).relative_to(site.ARTIFACTS).parts[0] == site.STANDIN
+        assert run_path.relative_to(site.ARTIFACTS).parts[0] == gpu, f"{page}: another GPU's run in {gpu}'s edition"
+        standin = run_path.relative_to(site.ARTIFACTS).parts[0] == site.STANDIN
         assert ("Stand-in: run on a CPU, not on a GPU" in text) == standin, page
 
 
-def test_a_page_carries_its_runs_numbers_and_figures(built):
-    assert runs(), "no executed notebook is committed in docs/gpu-results/notebooks/"
-    for src, page, run_path in runs():
+@pytest.mark.parametrize("gpu", EDITIONS)
+def test_a_page_carries_its_runs_numbers_and_figures(editions, gpu):
+    built = editions[gpu]
+    assert runs(gpu), "no executed notebook is committed in docs/gpu-results/notebooks/"
+    for src, page, run_path in runs(gpu):
         executed = nbformat.read(run_path, as_version=4)
         student_ids = {c.get("id") for c in gen.student_notebook(executed, page).cells}
         text = page_text(built, page)
@@ -136,10 +169,11 @@ def test_a_page_carries_its_runs_numbers_and_figures(built):
                             printed += 1
                 figures += "image/png" in o.get("data", {})
         html_page = page_file(built, page).read_text(encoding="utf-8")
-        images = re.findall(r'<img[^>]+src="(\.\./_images/[^"]+\.png)"', html_page)
+        images = re.findall(r'<img alt="([^"]*)"[^>]+src="(\.\./_images/[^"]+\.png)"', html_page)
         assert len(images) == figures, f"{page}: {figures} figures in the run, {len(images)} images on the page"
-        for img in images:
+        for alt, img in images:
             assert (page_file(built, page).parent / img).is_file(), f"{page}: {img} is missing"
+            assert ".png" not in alt and "From the section" in alt and len(alt) > 60, f"{page}: alt text {alt!r}"
         assert printed > 0, f"{page}: its run printed no number"
 
 
@@ -158,10 +192,11 @@ def test_exercises_show_the_students_stub(built):
     assert stubs >= len(PAGES)
 
 
-def test_no_line_of_a_solution_is_anywhere_in_the_site(built):
+@pytest.mark.parametrize("gpu", EDITIONS)
+def test_no_line_of_a_solution_is_anywhere_in_the_site(editions, gpu):
     secrets = secret_lines()
     assert len(secrets) > 100, f"only {len(secrets)} secret lines: the search would prove little"
-    found = leaks(built, secrets)
+    found = leaks(editions[gpu], secrets)
     assert not found, f"solution code in the built site: {found}"
 
 
@@ -254,24 +289,95 @@ def test_in_a_browser_the_index_leads_to_lessons_with_their_runs_numbers_and_fig
           f"{numbers_seen} printed lines with numbers found")
 
 
-def test_a_gpus_run_is_shown_before_a_cpu_stand_in_then_the_latest(tmp_path):
+def _artifact(folder: Path, gpu: str, name: str = "00_setup.ipynb", **run) -> Path:
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["gpu_run"] = {"device": gpu, "status": "ok", **run}
+    path = folder / gpu / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, path)
+    return path
+
+
+def test_an_edition_shows_its_gpus_run_then_a_stand_in_never_another_gpus(tmp_path):
     src = ROOT / "solutions" / "00_setup.ipynb"
+    assert site.pick_run(src, tmp_path, "nvidia-h200") is None
+    standin = _artifact(tmp_path, site.STANDIN, date="2026-11-24 13:41 UTC")
+    assert site.pick_run(src, tmp_path, "nvidia-h200") == standin
+    h100 = _artifact(tmp_path, "nvidia-h100-80gb-hbm3", date="2026-11-22 17:42 UTC")
+    assert site.pick_run(src, tmp_path, "nvidia-h200") == standin          # the H100's is not the H200's
+    h200 = _artifact(tmp_path, "nvidia-h200", date="2026-11-25 09:00 UTC", status="error in cell 3")
+    assert site.pick_run(src, tmp_path, "nvidia-h200") == h200             # its own, though it stopped
+    assert site.pick_run(src, tmp_path) == h100                            # the default edition: the H100's
 
-    def artifact(gpu: str, date: str) -> Path:
-        nb = nbformat.v4.new_notebook()
-        nb.metadata["gpu_run"] = {"date": date, "device": gpu}
-        path = tmp_path / gpu / "00_setup.ipynb"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        nbformat.write(nb, path)
-        return path
 
-    assert site.pick_run(src, tmp_path) is None
-    standin = artifact(site.STANDIN, "2026-11-24 13:41 UTC")
-    assert site.pick_run(src, tmp_path) == standin
-    h100 = artifact("nvidia-h100-80gb-hbm3", "2026-11-22 17:42 UTC")   # older, but a GPU's
-    assert site.pick_run(src, tmp_path) == h100
-    later = artifact("nvidia-h200", "2026-11-25 09:00 UTC")
-    assert site.pick_run(src, tmp_path) == later
+def test_the_default_edition_is_the_h100s_else_the_most_complete_then_the_newest(tmp_path):
+    assert site.default_gpu(tmp_path) is None
+    _artifact(tmp_path, site.STANDIN)
+    assert site.default_gpu(tmp_path) is None                              # a stand-in makes no edition
+    _artifact(tmp_path, "tesla-t4", date="2026-12-01 09:00 UTC")
+    _artifact(tmp_path, "tesla-t4", "01_count_the_trips.ipynb", date="2026-12-01 09:00 UTC")
+    _artifact(tmp_path, "nvidia-l4", date="2026-12-02 09:00 UTC")
+    assert site.default_gpu(tmp_path) == "tesla-t4"                        # two ran to the end, against one
+    _artifact(tmp_path, "nvidia-l4", "01_count_the_trips.ipynb", date="2026-12-02 09:00 UTC")
+    assert site.default_gpu(tmp_path) == "nvidia-l4"                       # as complete, and newer
+    _artifact(tmp_path, site.REFERENCE, date="2026-11-01 09:00 UTC")
+    assert site.default_gpu(tmp_path) == site.REFERENCE
+
+
+def test_a_gpu_is_named_by_its_folder_or_a_unique_part_of_it():
+    assert site.resolve_gpu("nvidia-h200") == site.resolve_gpu("H200") == "nvidia-h200"
+    assert site.resolve_gpu("h100") == site.REFERENCE
+    with pytest.raises(ValueError, match="names several GPU .* give one of nvidia-h100-80gb-hbm3, nvidia-h200"):
+        site.resolve_gpu("nvidia")
+    with pytest.raises(ValueError, match="names no GPU"):
+        site.resolve_gpu("t4")
+    assert site.edition_name("Tesla T4") == "T4" and site.edition_name("NVIDIA Fictional X9") == "Fictional X9"
+
+
+def test_a_partial_edition_names_what_failed_and_what_was_not_run(tmp_path):
+    """A T4 whose run of lesson 00 went through, whose lesson 01 stopped, and which never ran the rest: the
+    index names the one that stopped and every one not run, and each page says which it is."""
+    artifacts = tmp_path / "notebooks"
+    for name, status in [("00_setup.ipynb", "ok"), ("01_count_the_trips.ipynb", "error in cell 12")]:
+        nb = nbformat.read(site.ARTIFACTS / H200 / name, as_version=4)
+        nb.metadata["gpu_run"].update(device="Tesla T4", capability="7.5", status=status)
+        (artifacts / "tesla-t4").mkdir(parents=True, exist_ok=True)
+        nbformat.write(nb, artifacts / "tesla-t4" / name)
+    rows = site.write_source(tmp_path / "src", artifacts, "tesla-t4")
+    index = (tmp_path / "src" / "index.md").read_text(encoding="utf-8")
+    assert index.startswith("# Feed the Beast: the T4 edition") and "as it ran on the Tesla T4" in index
+    assert f"**1 of {len(PAGES)} lessons and labs ran to the end on the T4**" in index
+    assert "Stopped with an error" in index and "01_count_the_trips.ipynb) (error in cell 12)" in index
+    missing = index.split("Not run on the T4")[1]
+    assert all(f"({page}.ipynb)" in missing for _, page in PAGES[2:]) and "00_setup" not in missing
+    def box(page):
+        return nbformat.read(tmp_path / "src" / f"{page}.ipynb", as_version=4).cells[1].source
+    assert "As it ran on the Tesla T4" in box("lessons/00_setup")
+    assert "until it stopped" in box("lessons/01_count_the_trips") and "error in cell 12" in box("lessons/01_count_the_trips")
+    assert "Not run on the T4" in box("labs/lab6_decode_step")
+    assert [r[2] is not None for r in rows].count(True) == 2
+    assert "not run on the T4" in (tmp_path / "src" / "runs.md").read_text(encoding="utf-8")
+
+
+def test_a_figures_alt_text_says_what_it_shows():
+    from nbformat.v4 import new_code_cell, new_output
+    def cell(code, *texts, figures=1, axes=1):
+        outs = [new_output("stream", name="stdout", text=t) for t in texts]
+        outs += [new_output("display_data", data={"image/png": "iVBOR", "text/plain": f"<Figure size 9x4 with {axes} Axes>"})
+                 for _ in range(figures)]
+        return new_code_cell(code, outputs=outs)
+    curves = cell('ax = plot.curves(n, {"eager": a, "fused": b}, "N (tokens)", "ms" + suffix, title=f"D = {d}")', axes=2)
+    alt = site.figure_alt(curves, "The N² wall")
+    assert alt == ("A line chart, in 2 panels side by side: ms against N (tokens); one line each for “eager”, "
+                   "“fused”; titled “D = …”. From the section “The N² wall”.")
+    compare = cell('bench.compare({"a": f, "b": g}, bytes=n)', "softmax, 4,096 x 32,768 fp16\nimpl   ms\na  1\n",
+                   "rmsnorm, 8 x 8 fp32\nimpl   ms\n", figures=2)
+    alt = site.figure_alt(compare)
+    assert alt.startswith("A bar chart of each implementation's time") and "2 figures" in alt
+    assert "“softmax, 4,096 x 32,768 fp16”; “rmsnorm, 8 x 8 fp32”" in alt
+    assert site.figure_alt(cell("%matplotlib inline\nplot.roofline(c, pts)")).startswith("A roofline")
+    assert site.figure_alt(cell("calibration.plot();")).startswith("A scatter plot of your predictions")
+    assert site.figure_alt(cell("x = 1")) == "A figure."
 
 
 def test_a_page_keeps_hints_spoilers_and_tracebacks_from_giving_the_answer_away(tmp_path):

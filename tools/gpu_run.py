@@ -13,6 +13,13 @@ docs/gpu-results/<gpu>.md.
     python3 tools/gpu_run.py --plan 7.5             rehearse another GPU's plan (here the T4's) on this one:
                                                      every notebook runs with COURSE_PLAN=7.5, its report is
                                                      <gpu>-plan-sm75.md, and no artifact reaches the site
+    python3 tools/gpu_run.py --edition              the class's GPU in one step: every solution on this GPU,
+                                                     recorded, then this GPU's edition of the site built into
+                                                     build/site-<gpu>/, and report + executed notebooks + site
+                                                     zipped into --out/edition-<gpu>.zip
+    python3 tools/gpu_run.py --edition --resume --results DIR   the same, in pieces that survive a lost
+                                                     machine (Colab): the notebooks this GPU already ran with
+                                                     today's code, in DIR (a Drive folder), are skipped
     options: --out DIR (default $OUT, else build/gpu-run)  --timeout SECONDS per cell (300)  --fresh
 
 Each notebook runs in a fresh kernel of this very Python (no kernelspec needs installing), with its
@@ -29,7 +36,12 @@ Triton, Python, status, wall time, source path, and the peak GPU memory the note
 torch.cuda.max_memory_allocated() and max_memory_reserved(), asked of its kernel after the run), and in the zip under --out. Bring what came back
 from a GPU machine home with --merge, the zip as well as the report:
     python3 tools/gpu_run.py --merge build/gpu/*/*.md build/gpu/*/*.zip
-(an artifact replaces the one there only if its run is not older).
+(an artifact replaces the one there only if its run is not older). An edition's zip merges the same way, its
+report and notebooks both: python3 tools/gpu_run.py --merge edition-tesla-t4.zip
+
+The report is rewritten after every notebook, and each executed notebook is kept as soon as it ends, so a
+run cut short (a Colab runtime recycled) loses only the notebook it was in; --resume goes on from there.
+tools/record_this_gpu.ipynb does all this on Colab, from a badge (docs/colab.md).
 
 Where Jupyter is not installed (the lent GPU machines), carry the wheels that tools/gpu_wheels.sh
 fetches and put them on the path first:
@@ -441,12 +453,15 @@ def merge(reports: list[Path], results: Path) -> int:
     calls made side by side each lack the others' sections: keep, per section, the latest run."""
     results.mkdir(parents=True, exist_ok=True)
     notebooks = [r for r in reports if r.suffix == ".ipynb"]
-    for i, z in enumerate(r for r in reports if r.suffix == ".zip"):   # executed-<gpu>.zip, as it came back
+    zips = [r for r in reports if r.suffix == ".zip"]
+    reports = [r for r in reports if r.suffix not in (".ipynb", ".zip")]
+    for i, z in enumerate(zips):   # executed-<gpu>.zip or edition-<gpu>.zip, as it came back
         unpacked = Path(tempfile.mkdtemp(prefix=f"gpu_run_zip{i}_"))  # what came back may be read-only
         with zipfile.ZipFile(z) as zf:
             zf.extractall(unpacked)
         notebooks += sorted(unpacked.rglob("*.ipynb"))
-    reports = [r for r in reports if r.suffix not in (".ipynb", ".zip")]
+        # an edition's zip carries its report at the top (its site holds no notebook, and no report)
+        reports += [r for r in sorted(unpacked.glob("*.md")) if r.read_text(encoding="utf-8").startswith("# GPU results:")]
     kept = [t for t in (merge_artifact(p, results) for p in notebooks) if t]
     if notebooks:
         print(f"gpu_run: {len(kept)} of {len(notebooks)} executed notebook(s) kept in {results / 'notebooks'}")
@@ -471,7 +486,7 @@ def merge(reports: list[Path], results: Path) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
+def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("notebooks", nargs="*", help="solution notebooks to run (default: all)")
     ap.add_argument("--out", type=Path, default=Path(os.environ.get("OUT") or ROOT / "build" / "gpu-run"),
@@ -489,10 +504,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--plan", default="", metavar="CC",
                     help="rehearse another GPU's plan on this one (COURSE_PLAN): a capability, 7.5 or sm_75, or a "
                          "card, T4; the report is <gpu>-plan-sm75.md and no executed notebook goes to the site")
+    ap.add_argument("--edition", action="store_true",
+                    help="then build this GPU's edition of the site (build/site-<gpu>/) from every run of it in "
+                         "--results, and zip report, executed notebooks and site into --out/edition-<gpu>.zip")
+    ap.add_argument("--site", type=Path, help="where --edition builds the site (default build/site-<gpu>)")
+    ap.add_argument("--resume", action="store_true",
+                    help="skip the notebooks this GPU already ran in --results with the code they have now (to the "
+                         "end or to an error): a run cut short goes on where it stopped")
     ap.add_argument("--merge", nargs="+", type=Path, metavar="REPORT",
                     help="merge these reports (and executed notebooks, .ipynb) into --results instead of "
                          "running anything")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
     if args.merge:
         return merge(args.merge, args.results)
     try:
@@ -500,6 +526,8 @@ def main(argv: list[str] | None = None) -> int:
         import nbclient  # noqa: F401
     except ImportError as e:
         sys.exit(f"gpu_run: {e}. Install the test extra, or carry the wheels of tools/gpu_wheels.sh.")
+    if args.edition:
+        refuse_edition(args)      # before an hour of notebooks, not after
 
     rehearsal = plan_of(args.plan) if args.plan else None
     paths = [] if args.tests_only else resolve(args.notebooks)
@@ -511,6 +539,15 @@ def main(argv: list[str] | None = None) -> int:
     if rehearsal:
         info["plan"], part = rehearsal
         name += f"-plan-{part}"     # a report of its own: a rehearsal's times are never the GPU's own
+    if args.edition and name == "cpu":
+        sys.exit(f"gpu_run: --edition records a GPU's edition, and this machine has none ({info.get('device')}): "
+                 "on Colab, Runtime > Change runtime type > T4 GPU")
+    if args.resume:
+        done = [p for p in paths if already_ran(p, args.results / "notebooks" / name)]
+        paths = [p for p in paths if p not in done]
+        if done:
+            print(f"gpu_run: --resume: {len(done)} notebook(s) already ran on this GPU with today's code: "
+                  + ", ".join(p.stem for p in done), flush=True)
     print(f"gpu_run: {len(paths)} notebook(s) on {info.get('device')} -> {name}.md", flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
     args.results.mkdir(parents=True, exist_ok=True)
@@ -540,17 +577,81 @@ def main(argv: list[str] | None = None) -> int:
             zf.writestr(rel, nbformat.writes(kept))  # one file comes back from a lent machine, not one per notebook
             if not args.student and not args.plan:   # the site is built from the solutions' own runs
                 save_artifact(kept, args.results / "notebooks", name, rel)
-    order = {p.relative_to(ROOT).as_posix(): i for i, p in enumerate(all_notebooks())}
-    # the test suite first, then the notebooks in course order
-    sections = dict(sorted(sections.items(), key=lambda kv: (not kv[0].startswith("pytest "),
-                                                             order.get(kv[0], len(order)), kv[0])))
-    report_path.write_text(report(info, sections), encoding="utf-8")
+            write_report(report_path, info, sections)   # after each notebook: a lost machine loses only the next
+    write_report(report_path, info, sections)
     if args.out.resolve() != args.results.resolve():
         shutil.copy(report_path, args.out / report_path.name)
     print(f"gpu_run: wrote {report_path}, {args.out / f'executed-{name}.zip'}"
           f"{f' and {len(paths)} notebook(s) in ' + str(args.results / 'notebooks' / name) if paths and not args.student and not args.plan else ''}; "
           f"{failed} notebook(s) failed")
+    if args.edition:
+        site = args.site or ROOT / "build" / f"site-{name}"
+        if build_edition(site, args.results, name):
+            return 2
+        print(f"gpu_run: the {name} edition in {site}/index.html; all of it in {zip_edition(args.out, args.results, name, site)}")
     return 1 if failed else 0
+
+
+def write_report(path: Path, info: dict, sections: dict) -> None:
+    order = {p.relative_to(ROOT).as_posix(): i for i, p in enumerate(all_notebooks())}
+    # the test suite first, then the notebooks in course order
+    sections = dict(sorted(sections.items(), key=lambda kv: (not kv[0].startswith("pytest "),
+                                                             order.get(kv[0], len(order)), kv[0])))
+    path.write_text(report(info, sections), encoding="utf-8")
+
+
+# --- --resume and --edition: the class's GPU in one step --------------------------------------------
+SITE_PACKAGES = ("sphinx", "myst_nb", "sphinx_book_theme")   # what tools/build_site.py builds with
+
+
+def refuse_edition(args) -> None:
+    """Stop at once, saying why, where --edition could not end in a site."""
+    import importlib.util
+    if args.plan or args.student:
+        sys.exit("gpu_run: --edition records the solutions on this GPU as they are: not with --plan or --student")
+    missing = [m for m in SITE_PACKAGES if importlib.util.find_spec(m) is None]
+    if missing:
+        sys.exit(f"gpu_run: --edition builds the site and needs {', '.join(missing)}: "
+                 "pip install sphinx myst-nb sphinx-book-theme (or the course's test extra)")
+
+
+def code_cells(nb) -> list[str]:
+    return [c.source for c in nb.cells if c.cell_type == "code"]
+
+
+def already_ran(path: Path, kept: Path) -> bool:
+    """True when `kept` (results/notebooks/<gpu>/) holds a run of this solution with the code it has now, to the
+    end or to an error: --resume goes on where a run was cut short, and runs a notebook that failed with
+    today's code again only when it is named without --resume (the edition says it failed)."""
+    import nbformat
+    rel = path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else path.name
+    artifact_path = kept / artifact_name(rel)
+    if not artifact_path.is_file():
+        return False
+    ran = nbformat.read(artifact_path, as_version=4)
+    return bool(ran.metadata.get("gpu_run")) and code_cells(ran) == code_cells(nbformat.read(path, as_version=4))
+
+
+def build_edition(site: Path, results: Path, name: str) -> int:
+    """tools/build_site.py's edition of GPU `name` from the runs kept in results/notebooks/."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    import build_site
+    return build_site.build(site, artifacts=results / "notebooks", gpu=name)
+
+
+def zip_edition(out: Path, results: Path, name: str, site: Path) -> Path:
+    """out/edition-<name>.zip: the report (<name>.md), every executed notebook of this GPU (notebooks/<name>/)
+    and its site (site-<name>/). `gpu_run.py --merge` takes the zip as it is."""
+    target = out / f"edition-{name}.zip"
+    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as zf:
+        report_path = results / f"{name}.md"
+        if report_path.is_file():
+            zf.write(report_path, report_path.name)
+        for folder, prefix in ((results / "notebooks" / name, f"notebooks/{name}"), (site, f"site-{name}")):
+            for f in sorted(folder.rglob("*")):
+                if f.is_file():
+                    zf.write(f, f"{prefix}/{f.relative_to(folder).as_posix()}")
+    return target
 
 
 if __name__ == "__main__":

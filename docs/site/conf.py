@@ -15,7 +15,8 @@ exclude_patterns = ["_build", "**.ipynb_checkpoints"]
 suppress_warnings = ["mystnb.unknown_mime_type"]
 
 html_theme = "sphinx_book_theme"
-html_title = "Feed the Beast: the H100 edition"
+# The title names the edition's GPU: tools/build_site.py sets it (-D html_title=...) for each edition it builds.
+html_title = "Feed the Beast"
 html_theme_options = {
     "repository_url": "https://github.com/feed-the-beast/feed-the-beast",
     "use_repository_button": True,
