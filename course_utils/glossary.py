@@ -12,6 +12,7 @@ its <dfn>, and keeps TERMS in the order the notebooks teach them.
 """
 from __future__ import annotations
 
+import difflib
 import re
 import sys
 import textwrap
@@ -46,7 +47,7 @@ TERMS = (
     Term("interpreter", r"\binterpreter\b",
          "Triton's interpreter (TRITON_INTERPRET=1) runs a kernel on the CPU, element by element in Python, "
          "instead of compiling it for a GPU. Results are right; times are meaningless.", "00_setup"),
-    Term("compute capability", r"\bcompute capabilit(y|ies)\b",
+    Term("compute capability", r"\bcompute capabilit(y|ies)\b|(?-i:\bsm_\d+\b)",
          "The version number NVIDIA gives each generation of its GPUs, saying what the chip can do: 7.5 for the "
          "T4 (Turing), 8.0 for the A100 (Ampere), 9.0 for the H100 and H200 (Hopper). Compilers write it sm_75, "
          "sm_80, sm_90.", "00_setup"),
@@ -125,6 +126,10 @@ TERMS = (
     Term("Inductor", r"\bInductor\b",
          "The part of torch.compile that writes the generated code: Triton kernels on a GPU, C++ on a CPU.",
          "01_count_the_trips"),
+    Term("aten", r"\baten\b",
+         "ATen, PyTorch's library of built-in operators, written in C++. An eager kernel is named after its "
+         "operator there: aten.cos for x.cos(), aten.add for +, aten._to_copy for .float() and .half().",
+         "01_count_the_trips"),
     Term("program", r"\bprograms?\b",
          "One running copy of a Triton kernel. A launch starts many programs at once, each handling its own "
          "block of the data; they run on the SMs in any order.", "01_count_the_trips"),
@@ -176,9 +181,22 @@ TERMS = (
          "The CPU and the GPU working at the same time: a launch only queues the kernel and returns, and the "
          "CPU goes on while the GPU runs it. Python waits only when it needs a result, or at "
          "torch.cuda.synchronize().", "02_launch_tax"),
+    Term("CUDA events", r"\bCUDA events?\b",
+         "Markers put into a stream that the GPU stamps with its own clock when it reaches them: the difference "
+         "of two stamps is the GPU time of the work queued between them, whatever the CPU did meanwhile. "
+         "triton.testing.do_bench times with them.", "02_launch_tax"),
+    Term("dispatch", r"\bdispatch(es|ed|ing)?\b",
+         "The CPU's work of handing one operation from Python to the GPU: PyTorch checks the arguments, picks "
+         "the kernel for their dtype and device, allocates the output and launches. Every eager operation pays "
+         "it.", "02_launch_tax"),
     Term("caching allocator", r"\ballocator\b",
          "PyTorch's GPU memory manager: it keeps memory freed by tensors in pools and hands it out again, "
          "instead of asking the driver each time.", "02_launch_tax"),
+    Term("guard", r"\bguard(s|ed|ing)?\b",
+         "A check placed in front of some code, so that the code runs only where it is valid. torch.compile's "
+         "guards check on every call that the inputs still match what its generated code was compiled for "
+         "(shapes, dtypes, devices), and compile again if not; lesson 08's guard keeps -inf - (-inf) out of a "
+         "running max.", "02_launch_tax"),
     Term("launch-bound", r"\blaunch[- ]bound\b",
          "Limited by the fixed cost of launching: the kernel's own work takes less time than starting it.",
          "02_launch_tax"),
@@ -209,9 +227,19 @@ TERMS = (
          "The CPU side of a GPU program: the Python that allocates, chooses the grid and launches.",
          "03_first_triton_kernel"),
     Term("in flight", r"\bin flight\b",
-         "Issued but not finished: a load waiting for its bytes to arrive from HBM. Keeping many loads in "
+         "Requested but not finished: a load waiting for its bytes to arrive from HBM. Keeping many loads in "
          "flight at once is how a kernel reaches the bandwidth.", "03_first_triton_kernel"),
     # 04_fuse_bias_gelu
+    Term("issue", r"\bissu(e|es|ed|ing)\b",
+         "To start one instruction on its way to the arithmetic units. Each clock, an SM issues at most a few "
+         "warp instructions (4 on an H100 or an H200), each for the 32 threads of a warp: a kernel that needs "
+         "more instructions per byte than that allows cannot keep up with the memory.", "04_fuse_bias_gelu"),
+    Term("SASS", r"(?-i:\bSASS\b)",
+         "The GPU's own machine instructions, the last form a kernel is compiled to. Counting a kernel's SASS "
+         "instructions says how much work it gives the cores for each element.", "04_fuse_bias_gelu"),
+    Term("libdevice", r"\blibdevice\b",
+         "NVIDIA's library of math functions for GPU code (erff, expf, ...), compiled into a kernel that calls "
+         "them: Triton's tl.erf is libdevice's erff.", "04_fuse_bias_gelu"),
     Term("tile", r"\btil(e|es|ed|ing)\b",
          "A 2-D block: the rows and columns of a matrix (or of an output) one program handles at once. A tiled "
          "matmul computes its output one tile per program.", "04_fuse_bias_gelu"),
@@ -288,14 +316,33 @@ TERMS = (
 )
 
 
+class UnknownTerm(KeyError):
+    """A term the glossary does not hold. A KeyError, so `except KeyError` still catches it, whose message
+    prints as a sentence (a plain KeyError would show it in quotes)."""
+
+    def __str__(self) -> str:
+        return self.args[0]
+
+
+def _close(key: str) -> list[str]:
+    """The terms a misspelt or partial name most likely meant: those that contain it, then those spelt alike."""
+    names = [t.term for t in TERMS]
+    containing = [n for n in names if key.lower() in n.lower() or n.lower() in key.lower()]
+    alike = difflib.get_close_matches(key.lower(), [n.lower() for n in names], n=3, cutoff=0.65)
+    near = containing + [n for n in names if n.lower() in alike and n not in containing]
+    return near[:5]
+
+
 def _find(name: str) -> Term:
     key = name.strip()
     for t in TERMS:
         if t.term.lower() == key.lower() or t.pattern().fullmatch(key):
             return t
-    near = [t.term for t in TERMS if key.lower() in t.term.lower() or t.pattern().search(key)]
-    why = f"did you mean {', '.join(near)}?" if near else "cu.glossary() lists every term."
-    raise KeyError(f"{name!r} is not in the course's glossary: {why}")
+    near = _close(key) if key else []
+    what = (f"did you mean {', '.join(repr(n) for n in near)}? Ask for one of them, as in "
+            f"cu.glossary({near[0]!r}); cu.glossary() lists every term" if near else
+            "cu.glossary() lists every term, under the lesson that teaches it")
+    raise UnknownTerm(f"{name!r} is not in the course's glossary: {what}.")
 
 
 def where(t: Term) -> str:
@@ -339,7 +386,11 @@ def glossary(term: str | None = None, upto: str | None = None) -> None:
     the notebook that teaches them; upto="03" stops after lesson 03's."""
     if term is not None and not isinstance(term, str):
         raise TypeError(f"cu.glossary takes a term as a string, such as cu.glossary('HBM'); got {term!r}")
-    print(text(term, upto))
+    try:
+        found = text(term, upto)
+    except (UnknownTerm, ValueError) as e:
+        raise e.with_traceback(None) from None   # the sentence is what helps, not the glossary's own frames
+    print(found)
 
 
 class _CallableModule(types.ModuleType):

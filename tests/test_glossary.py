@@ -1,11 +1,13 @@
 """The glossary: every term of the field is defined (<dfn>term</dfn>) once, at its first use in reading order.
 
-Reading order: lessons 00 -> 09, then labs 1 -> 6. A use is a match of the term's `aliases` in a markdown
+Reading order: lessons 00 -> 09, then labs 1 -> 6. README.md is read on its own (it is what a newcomer reads
+first, before any lesson): every term of the glossary it uses is defined there too, at its first use. A use is a match of the term's `aliases` in a markdown
 cell's prose: inline code, code blocks, link targets and HTML comments are left out (a name in backticks is
 code, not vocabulary). A use in the same cell as the <dfn>, before it, is allowed: a cell is read as one.
 """
 import json
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -146,9 +148,73 @@ def test_glossary_stops_at_the_notebook_asked_for(capsys):
 
 
 def test_an_unknown_term_says_what_to_do():
-    with pytest.raises(KeyError, match="not in the course's glossary: cu.glossary.. lists every term"):
+    with pytest.raises(KeyError, match="not in the course's glossary: cu.glossary.. lists every term") as e:
         cu.glossary("flux capacitor")
-    with pytest.raises(KeyError, match="did you mean tensor cores"):
+    assert str(e.value).startswith("'flux capacitor' is not"), "the message prints as a sentence, not in quotes"
+    with pytest.raises(KeyError, match="did you mean 'tensor cores'\\? Ask for one of them, as in "
+                                       "cu.glossary\\('tensor cores'\\)"):
         cu.glossary("tensor")
+    with pytest.raises(KeyError, match="did you mean 'HBM'"):     # a misspelling gets the term spelt alike
+        cu.glossary("HMB")
     with pytest.raises(TypeError, match="cu.glossary\\('HBM'\\)"):
         cu.glossary(3)
+
+
+# --- README.md: read on its own, before any lesson -------------------------------------------------------
+README = ROOT / "README.md"
+
+
+def _readme_blocks():
+    """README's prose as blocks, each read as one (as a notebook's cell is): paragraphs, and each table row and
+    list item on its own."""
+    blocks = []
+    for para in re.split(r"\n\s*\n", README.read_text(encoding="utf-8")):
+        item = []
+        for line in para.splitlines():
+            if re.match(r"\s{0,3}(\||[-*] |\d+\. )", line) and item:
+                blocks.append("\n".join(item))
+                item = []
+            item.append(line)
+        blocks.append("\n".join(item))
+    return blocks
+
+
+def _readme_walk():
+    """(the block of each term's first <dfn> in README, the block and words of each term's first use)."""
+    dfns, uses, unknown = {}, {}, []
+    for i, block in enumerate(_readme_blocks()):
+        for m in DFN.finditer(block):
+            t = _term_of(m.group(1))
+            if t is None:
+                unknown.append(m.group(1))
+            else:
+                dfns.setdefault(t.term, []).append(i)
+        prose = _prose(block)
+        for t in glossary.TERMS:
+            m = t.pattern().search(prose)
+            if m and t.term not in uses:
+                uses[t.term] = (i, m.group(0), " ".join(block.split())[:90])
+    return dfns, uses, unknown
+
+
+def test_readme_defines_each_term_where_it_first_uses_it():
+    dfns, uses, unknown = _readme_walk()
+    assert not unknown, ("README.md: <dfn> of a word the glossary lacks (add it to course_utils/glossary.py, "
+                         f"with the notebook that teaches it): {unknown}")
+    twice = [f"{term} ({len(where)} times)" for term, where in dfns.items() if len(where) > 1]
+    assert not twice, f"README.md defines a term more than once: {twice}"
+    early = [f"{word!r} ({term}) in \"{text}\"" + (" before its <dfn>" if term in dfns else ", and README never "
+                                                     "defines it")
+             for term, (i, word, text) in uses.items() if term not in dfns or i < dfns[term][0]]
+    assert not early, ("README.md uses terms of the field before it says what they are: define each at its first "
+                       "use, <dfn>term</dfn> with a few plain words, or reword:\n" + "\n".join(early))
+
+
+def test_readme_check_catches_an_undefined_term(monkeypatch, tmp_path):
+    """The README test fails where it must: a term used without a word, and one defined after its use."""
+    fake = tmp_path / "README.md"
+    monkeypatch.setattr(sys.modules[__name__], "README", fake)
+    fake.write_text("Fusion keeps bytes on chip.\n\nA <dfn>kernel</dfn> runs on the GPU; <dfn>fusion</dfn> "
+                    "merges kernels.\n\nThe data lives in HBM.\n")
+    dfns, uses, _ = _readme_walk()
+    assert uses["kernel fusion"][0] < dfns["kernel fusion"][0] and "HBM" not in dfns

@@ -232,8 +232,9 @@ def _run_bias_gelu(fn, x, b):
             raise CheckFailed(
                 f"`bias_gelu` fails on {kind} input: tl.erf (like tl.exp and the other math functions) takes "
                 f"fp32 or fp64 only, and was given {kind}. Convert right after the load, "
-                "v = tl.load(...).to(tl.float32), compute in fp32, and convert back as you store: "
-                "y.to(out_ptr.dtype.element_ty). The conversions happen in registers and cost no trip.",
+                "v = tl.load(...).to(tl.float32), and compute in fp32; tl.store converts what it stores to "
+                f"the output's dtype by itself (lesson 01), so store the fp32 result into the {kind} output "
+                "as it is. The conversions happen in registers and cost no trip.",
                 "fp16-erf") from None
         if str(e).startswith("Out-of-bounds") and x.numel() != b.numel() and f"({b.numel()} elements)" in str(e):
             raise CheckFailed(
