@@ -228,10 +228,10 @@ def readme_table(readme: str, header: str) -> str:
 README = """\
 # Feed the Beast
 
-A course in GPU kernel fusion, taught by doing it: you write Triton kernels that fuse what PyTorch runs
-as many, and measure what that buys. Every lesson has the same rhythm, **Hook → Predict → Count → Write →
+A course in GPU kernel fusion, taught by doing it: you write kernels (the programs a GPU runs) in Triton, a
+Python language for writing them, that fuse into one what PyTorch runs as many, and measure what that buys. Every lesson has the same rhythm, **Hook → Predict → Count → Write →
 Measure → Check → Recall**: you guess how many times each byte crosses the GPU's memory and what speedup
-follows, count the trips, write the fused kernel, time it against PyTorch and `torch.compile`, and check it
+follows, count those crossings (trips), write the fused kernel, time it against PyTorch and `torch.compile`, and check it
 with a checker that says what is wrong and why. When you are stuck, each exercise has hints, one button
 at a time, from the idea to the recipe.
 
@@ -256,8 +256,8 @@ cd feed-the-beast
 ```
 
 The first run makes `.venv/`, installs the course into it and opens lesson 00 in JupyterLab; later runs
-start at once. Without a GPU every notebook still runs, on small sizes, through Triton's interpreter: the
-checks work, and the timings are a model, labelled as one. With conda or mamba instead:
+start at once. Without a GPU every notebook still runs, on small sizes, through Triton's interpreter (which runs
+kernels on the CPU, slowly): the checks work, and the timings are a model, labelled as one. With conda or mamba instead:
 `mamba env create -f environment.yml` (its first lines say how to start JupyterLab).
 
 ## The lessons (`notebooks/`)
@@ -278,6 +278,8 @@ launch budget and, on a GPU, the speed target.
 - `course_utils/`: what the notebooks import: counting the bytes a piece of code moves (`trips`),
   timing (`bench`), the checks (`check`), the labs' scorecards (`grade`), your predictions (`predict`),
   the hints, and a glossary (`cu.glossary("HBM")`, for any term a lesson explains).
+- `predictions.jsonl` (made as you go): your log of guesses, hints and checks, one for every lesson and
+  lab; the last cell of each notebook says where it is. Hand it in with a lab if your instructor asks.
 - `course`: `./course lab` (set up, then JupyterLab) and `./course setup` (set up only).
 - `jupyter/`: the JupyterLab settings `./course lab` uses, and your instructor's JupyterHub configuration.
 - `docs/gpu-results/`: the recorded GPU runs the notebooks cite.
