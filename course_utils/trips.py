@@ -33,6 +33,13 @@ _active: list = []   # the counts in progress, innermost last (for trips.compile
 _WRITE_ONLY_SELF = {"copy_", "fill_", "zero_", "normal_", "uniform_", "random_", "bernoulli_", "exponential_"}
 
 
+def _shape_only_self(op: str) -> bool:
+    """Operators that take from `self` only its shape, dtype and device, never its values: torch.zeros_like(x)
+    and the other *_like, x.new_zeros(...) and the other new_*. They read nothing of x, as torch.zeros reads
+    nothing."""
+    return op.endswith("_like") or op.startswith("new_")
+
+
 @dataclass
 class Kernel:
     """One launch: its name, and what it moved."""
@@ -187,6 +194,8 @@ class _Recorder(TorchDispatchMode):
         for arg, value in bound:
             info = arg.alias_info
             is_write = info is not None and info.is_write
+            if arg.name == "self" and _shape_only_self(name):
+                continue
             for t in _tensors(value):
                 if is_write:
                     writes[t.data_ptr(), _distinct_bytes(t)] = _label(t)
