@@ -22,6 +22,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from . import _interp
 from .environment import DEVICE, INTERPRET
+from .numbers import byte_size as _fmt
 
 # Operators that launch no kernel: allocation, metadata, scalar reads.
 _NO_KERNEL = {"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "set_", "resize_",
@@ -111,17 +112,6 @@ class Trips:
     def _repr_html_(self) -> str:
         import html
         return "<pre>" + html.escape(self.table()) + "</pre>"
-
-
-def _fmt(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(n) < 1024 or unit == "GiB":
-            if unit == "B":
-                return f"{n:.0f} {unit}"
-            # 6.25 KiB as "6.25", not "6.2": two halves of 12.5 KiB should add up on the page
-            two = abs(n) < 10 and abs(n - round(n, 1)) > 1e-9
-            return f"{n:.2f} {unit}" if two else f"{n:.1f} {unit}"
-        n /= 1024
 
 
 def _distinct_bytes(t: torch.Tensor) -> int:
@@ -620,5 +610,6 @@ def compile(fn, **options):
     return call
 
 
-# The GPU's own count of the same bytes, through Nsight Compute: in its own module, re-exported here.
+# The GPU's own count of the same bytes, through Nsight Compute (trips.hardware, as the lessons call it): in a
+# module of its own, below this one, re-exported here. It imports nothing of trips (tests/test_trips.py).
 from .hardware_bytes import Hardware, hardware, prepare_hardware  # noqa: E402,F401
