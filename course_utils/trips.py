@@ -233,17 +233,25 @@ def _on_launch(trips: Trips):
 @contextlib.contextmanager
 def _shadow_gpu_launches():
     """On a GPU, run each Triton launch once more in the instrumented interpreter, on copies of its
-    arguments, so that what it loads and stores can be counted; then launch it for real."""
+    arguments, so that what it loads and stores can be counted; then launch it for real.
+
+    A launch is compiled before its replay: a kernel the GPU refuses (a Python `if` on a block, say) fails as
+    the GPU says, not with what the interpreter makes of code that cannot compile. Two ways to launch are seen:
+    kernel[grid](...) (JITFunction.run) and a kernel compiled ahead and launched from its handle
+    (compiled = kernel.warmup(..., grid=(1,)); compiled[grid](...), as Triton's fused-softmax tutorial sizes a
+    persistent grid): CompiledKernel.__getitem__."""
     if INTERPRET:
         yield
         return
+    from triton.compiler.compiler import CompiledKernel
     from triton.runtime.autotuner import Autotuner
     from triton.runtime.jit import JITFunction
 
-    original, original_bench = JITFunction.run, Autotuner._bench
+    original, original_bench, original_item = JITFunction.run, Autotuner._bench, CompiledKernel.__getitem__
 
     def run(self, *args, grid, warmup, **kwargs):
         if not warmup and not _interp.inside_launch():
+            original(self, *args, grid=grid, warmup=True, **kwargs)   # compiled (and cached) first
             # the replay's own launch is recorded by the interpreter's listeners, as on the CPU
             _interp.replay(self, args, kwargs, grid)
         return original(self, *args, grid=grid, warmup=warmup, **kwargs)
@@ -254,11 +262,23 @@ def _shadow_gpu_launches():
         with _interp.muted():
             return original_bench(self, *args, **kwargs)
 
-    JITFunction.run, Autotuner._bench = run, bench
+    def item(self, grid):
+        launch = original_item(self, grid)
+        kernel = getattr(self.src, "fn", None)   # the JITFunction it was compiled from (an ASTSource's)
+        if not isinstance(kernel, JITFunction):
+            return launch
+
+        def replayed(*args, **kwargs):
+            if not _interp.inside_launch():
+                _interp.replay(kernel, args, {}, tuple(grid))   # every argument, constexprs too, by position
+            return launch(*args, **kwargs)
+        return replayed
+
+    JITFunction.run, Autotuner._bench, CompiledKernel.__getitem__ = run, bench, item
     try:
         yield
     finally:
-        JITFunction.run, Autotuner._bench = original, original_bench
+        JITFunction.run, Autotuner._bench, CompiledKernel.__getitem__ = original, original_bench, original_item
 
 
 @contextlib.contextmanager
