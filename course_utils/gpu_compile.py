@@ -174,20 +174,35 @@ def locate(error) -> dict:
     name = next((ln.split("def ", 1)[1].split("(")[0].strip() for ln in lines if ln.lstrip().startswith("def ")), "")
     relative = getattr(getattr(inner, "node", None), "lineno", None)
     code = lines[relative - 1].strip() if relative and relative <= len(lines) else ""
-    py_fn = None
-    for e in (inner, error):   # the code generator that raised it holds the JITFunction it was compiling
-        tb = e.__traceback__
-        while tb is not None and py_fn is None:
-            jit_fn = getattr(tb.tb_frame.f_locals.get("self"), "jit_fn", None)
-            if getattr(jit_fn, "src", None) == src:
-                py_fn = jit_fn.fn
-            tb = tb.tb_next
-    known = getattr(error, "course_kernel", None)
-    if py_fn is None and known is not None and getattr(known, "__name__", "") == name:
-        py_fn = known
+    py_fn = _compiled_function(error, inner, src, name)
     first = _def_line(py_fn) if py_fn is not None else None
     line = first + relative - 1 if first is not None and relative else None
     return {"kernel": name, "line": line, "code": code, "error": inner}
+
+
+def _compiled_function(error, inner, src: str, name: str):
+    """The Python function whose source `src` is: the kernel the frames of the compile hold (a JITFunction, or
+    the ASTSource's), or a helper of that name among its globals. (Triton strips its code generator's frames
+    from a compile error's traceback, so the helper's own JITFunction is not among them.)"""
+    held = [getattr(error, "course_kernel", None)]
+    for e in (inner, error):
+        tb = e.__traceback__
+        while tb is not None:
+            local = tb.tb_frame.f_locals
+            for value in (local.get("self"), local.get("src"), local.get("jit_fn"), local.get("fn")):
+                held += [value, getattr(value, "fn", None), getattr(value, "jit_fn", None)]
+            tb = tb.tb_next
+    kernels = [k for k in held if isinstance(getattr(k, "src", None), str) and callable(getattr(k, "fn", None))]
+    for k in kernels:
+        if k.src == src:
+            return k.fn
+    for k in kernels + [f for f in held if isinstance(f, types.FunctionType)]:
+        helper = getattr(k, "fn", k).__globals__.get(name)
+        if isinstance(getattr(helper, "src", None), str) and helper.src == src:
+            return helper.fn
+        if callable(getattr(helper, "fn", None)) and getattr(helper.fn, "__name__", None) == name:
+            return helper.fn
+    return None
 
 
 def compile_launch(fn, signature, constexprs, attrs, options, cc, until: str = "cubin"):
