@@ -164,7 +164,8 @@ def _def_line(py_fn) -> int | None:
 def locate(error) -> dict:
     """Where a CompilationError is: {"kernel": the function's name, "line": its line in the file or cell (None if
     unknown), "code": that line's text, "error": the innermost CompilationError (a helper's, when the kernel's
-    error wraps the one of a @triton.jit function it calls)}."""
+    error wraps the one of a @triton.jit function it calls), "function": the Python function of that line (None if
+    not found)}."""
     from triton.compiler.errors import CompilationError
     inner = error
     while isinstance(inner.__cause__, CompilationError):
@@ -177,7 +178,7 @@ def locate(error) -> dict:
     py_fn = _compiled_function(error, inner, src, name)
     first = _def_line(py_fn) if py_fn is not None else None
     line = first + relative - 1 if first is not None and relative else None
-    return {"kernel": name, "line": line, "code": code, "error": inner}
+    return {"kernel": name, "line": line, "code": code, "error": inner, "function": py_fn}
 
 
 def _compiled_function(error, inner, src: str, name: str):

@@ -266,7 +266,7 @@ def compile_diagnosis(exc: BaseException) -> tuple[str, str | None] | None:
     if found or re.search(r"(\w+) is not defined", why):
         name = found[1] if found else re.search(r"(\w+) is not defined", why)[1]
         close = _closest(name, params)
-        value = _global_value(error, name) if found else None
+        value = _global_value(where["function"], name) if found else None
         if close or not found:
             read = (f" The interpreter read your notebook's global `{name}`{f' (= {value})' if value else ''} in "
                     "its place." if found and target else "")
@@ -358,15 +358,10 @@ def _closest(name: str, params: list[str]) -> str | None:
     return near[0] if near else None
 
 
-def _global_value(error, name: str) -> str | None:
-    """The value of the global the kernel read, as a short literal (for the message), when it is a number."""
-    import sys
-    fn = getattr(error, "course_kernel", None)
-    for g in ([fn.__globals__] if fn is not None else []) + [vars(sys.modules.get("__main__", sys))]:
-        value = g.get(name)
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return repr(value)
-    return None
+def _global_value(fn, name: str) -> str | None:
+    """The value of the global the kernel's function fn read, as a literal for the message, when it is a number."""
+    value = getattr(fn, "__globals__", {}).get(name)
+    return repr(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def _assigned_before(src: str, var: str, before_line: int | None, dtype: str) -> str | None:
