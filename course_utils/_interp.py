@@ -203,6 +203,19 @@ def _patch_lang(fn):
     return result
 
 
+# Callables (interpreted function, args, kwargs) run before each launch of an interpreted kernel: a check
+# compiles the kernel for the course's GPUs there (course_utils/gpu_compile.py), before the interpreter runs it.
+_before_launch: list = []
+_orig_run = _itp.InterpretedFunction.run
+
+
+def _run(self, *args, grid, warmup, **kwargs):
+    if not warmup and _before_launch and not inside_launch():
+        for hook in list(_before_launch):
+            hook(self, args, kwargs)
+    return _orig_run(self, *args, grid=grid, warmup=warmup, **kwargs)
+
+
 _B = _itp.InterpreterBuilder
 _orig = {name: getattr(_B, name) for name in ("create_masked_load", "create_masked_store",
                                                "create_atomic_rmw", "create_atomic_cas")}
@@ -318,19 +331,44 @@ def _language_restored():
         yield
     finally:
         for obj, before in saved:
-            now = dict(vars(obj))
-            # New names in a module are the interpreter's own globals, which the rewritten functions it
-            # caches still need; a name new to a class is a patch (tensor.__bool__, say) and goes.
-            for key in (now.keys() - before.keys()) if isinstance(obj, type) else ():
-                with contextlib.suppress(AttributeError, TypeError):
-                    delattr(obj, key)
-            for key, value in before.items():
-                if now.get(key, _MISSING) is not value:
-                    with contextlib.suppress(AttributeError, TypeError):
-                        setattr(obj, key, value)
+            _put(obj, before, dict(vars(obj)))
 
 
 _MISSING = object()
+
+
+# --- the language as it was imported: what a compile for a GPU must meet -----------------------------
+# A snapshot taken when the course is imported, before any kernel runs: every later interpreted launch may
+# leave interpreter builtins behind (see _language_restored), and Triton's compiler must not meet those.
+_AS_IMPORTED = [(obj, dict(vars(obj))) for obj in _language_objects()]
+
+
+def _put(obj, before: dict, now: dict) -> None:
+    """Give obj the attributes `before` holds where `now` (its current ones) differs. New names in a module are
+    the interpreter's own globals, which the rewritten functions it caches still need, and stay; a name new to
+    a class is a patch (tensor.__bool__, say) and goes."""
+    for key in (now.keys() - before.keys()) if isinstance(obj, type) else ():
+        with contextlib.suppress(AttributeError, TypeError):
+            delattr(obj, key)
+    for key, value in before.items():
+        if now.get(key, _MISSING) is not value:
+            with contextlib.suppress(AttributeError, TypeError):
+                setattr(obj, key, value)
+
+
+@contextlib.contextmanager
+def language_as_imported(replace=lambda value: value):
+    """triton.language inside the block as it was when the course was imported, each of its values passed
+    through replace() (course_utils/gpu_compile.py swaps the interpreter's @triton.jit functions, tl.sum and
+    the like, for compilable twins); as it was before the block afterwards."""
+    held = [(obj, dict(vars(obj))) for obj, _ in _AS_IMPORTED]
+    try:
+        for (obj, before), (_, now) in zip(_AS_IMPORTED, held):
+            _put(obj, {key: replace(value) for key, value in before.items()}, now)
+        yield
+    finally:
+        for obj, before in held:
+            _put(obj, before, dict(vars(obj)))
 
 
 def replay(kernel, args, kwargs, grid) -> None:
@@ -370,6 +408,7 @@ def install() -> None:
     _itp._patch_lang_tensor = _patch_lang_tensor
     _itp._patch_lang = _patch_lang
     JITFunction.__call__ = _call_jit_function
+    _itp.InterpretedFunction.run = _run
     _B._course_guarded = True
 
 

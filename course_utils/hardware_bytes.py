@@ -55,6 +55,7 @@ import types
 from dataclasses import dataclass
 
 from .environment import INTERPRET, ON_GPU
+from .numbers import byte_size
 
 METRICS = ("dram__bytes_read.sum", "dram__bytes_write.sum")
 RANGE = "hardware-bytes"           # the NVTX range of function i is "hardware-bytes i"
@@ -119,10 +120,8 @@ class Hardware:
         return len(self.rows)
 
     def _cells(self) -> list[tuple]:
-        from .trips import _fmt
-
         def size(n):
-            return "-" if n is None else _fmt(n)
+            return "-" if n is None else byte_size(n)
         head = ("", "counted read", "counted written") + (("DRAM read (ncu)", "DRAM written (ncu)")
                                                           if self.available else ())
         rows = [head]

@@ -190,6 +190,13 @@ def explain(exc: BaseException) -> str | None:
     """A plain hint for the Triton errors students meet most, or None: never for a check's own verdict."""
     if _a_verdict(exc):
         return None
+    compiled = compile_diagnosis(exc)
+    if compiled is not None and compiled[1] is not None:
+        return compiled[0]
+    return _explain(exc)
+
+
+def _explain(exc: BaseException) -> str | None:
     if _raised_in_interpreted_kernel(exc):
         return _RAISE_IN_KERNEL
     if _called_without_grid(exc):
@@ -204,6 +211,168 @@ def explain(exc: BaseException) -> str | None:
         if needle in text:
             return hint
     return None
+
+
+# --- a kernel a GPU refuses to compile ------------------------------------------------------------------
+# The interpreter runs a kernel as Python, so it runs what a GPU compile refuses. On a GPU the refusal comes at the
+# launch; on the CPU a check compiles each launch for the course's GPUs first (course_utils/gpu_compile.py). Either
+# way it is a CompilationError, told here in the course's words: (message, diagnosis key). The keys: "block-if" (a
+# Python `if` or `while` on a block), "global" (a plain global read in a kernel), "undefined-name" (a name the kernel
+# neither receives nor assigns: a typo of a parameter, a helper never defined), "fp16-acc" (an fp16 accumulator that a
+# loop turns fp32), "loop-dtype" (any other loop-carried variable whose dtype a loop changes).
+
+
+def _compilation_error(exc: BaseException):
+    from triton.compiler.errors import CompilationError
+    return next((e for e in _chain(exc, 5) if isinstance(e, CompilationError)), None)
+
+
+def compile_diagnosis(exc: BaseException) -> tuple[str, str | None] | None:
+    """For a Triton CompilationError in exc's chain: (a diagnosis that names the kernel's line and the cause, its
+    key: one of those above, or None where the cause is not one the course recognises). None for any other
+    error."""
+    error = _compilation_error(exc)
+    if error is None:
+        return None
+    import re
+    from . import gpu_compile
+    where = getattr(error, "course_where", None) or gpu_compile.locate(error)
+    inner = where["error"]
+    why = str(inner.error_message or "").strip()
+    triton_says = why.splitlines()[0] if why else ""
+    kernel = where["kernel"] or "the kernel"
+    code = _without_comment(where["code"])
+    place = ", ".join(filter(None, [f"line {where['line']}" if where["line"] else "", f"`{code}`" if code else ""]))
+    target = getattr(error, "course_target", None)
+    head = (f"`{kernel}` does not compile for a GPU" + (f" ({target}, compiled here as the course's GPUs would)"
+                                                        if target else "") + (f": {place}" if place else ""))
+    said = f' (Triton: "{_short(triton_says)}")'
+    interpreted = (" The interpreter ran it anyway, as Python; a GPU refuses it at the launch." if target else "")
+    params = _parameters(inner.src or "")
+
+    if "Boolean value of Tensor with more than one value is ambiguous" in why or (
+            "scf.condition" in why and "tensor<" in why):
+        if code.startswith("while") or "scf.condition" in why:   # MLIR's verifier says it, in MLIR's words
+            return (f"{head}, is a Python `while` on a block. The condition holds one value per lane, and the lanes "
+                    "of a program run the same instructions together, so they cannot each stop their own loop."
+                    f"{interpreted} Loop a number of times every lane shares (for i in range(steps)), and let "
+                    "tl.where(cond, a, b) decide per lane what each step changes.", "block-if")
+        return (f"{head}, is a Python `if` on a block{said}. The condition holds one value per lane, and the lanes "
+                "of a program run the same instructions together, so Python's `if` cannot take a branch for each "
+                f"lane.{interpreted} Choose per lane with tl.where(cond, a, b); to switch off the lanes past the end, "
+                "give the condition to tl.load and tl.store as their mask (mask=offsets < n).", "block-if")
+
+    found = re.search(r"Cannot access global variable (\w+)", why)
+    if found or re.search(r"(\w+) is not defined", why):
+        name = found[1] if found else re.search(r"(\w+) is not defined", why)[1]
+        close = _closest(name, params)
+        value = _global_value(where["function"], name) if found else None
+        if close or not found:
+            read = (f" The interpreter read your notebook's global `{name}`{f' (= {value})' if value else ''} in "
+                    "its place." if found and target else "")
+            if re.search(rf"\b{name}\s*\(", code) and not close:
+                return (f"{head}: `{name}` is called but defined nowhere the kernel can see{said}. A function a "
+                        "kernel calls is a @triton.jit function defined before the launch (its cell run), or one "
+                        "of Triton's (tl.*): is it spelled as defined?", "undefined-name")
+            mean = f" Did you mean `{close}`, the kernel's parameter?" if close else (
+                " Is it a parameter missing from the `def`, or a variable assigned only below this line?")
+            return (f"{head}, uses `{name}`, which the kernel neither receives as a parameter nor assigns{said}."
+                    f"{read}{mean}", "undefined-name")
+        example = f"tl.constexpr({value})" if value else "tl.constexpr(...)"
+        return (f"{head}, reads `{name}`, a global of your notebook or module, and a compiled kernel reads only its "
+                f"arguments and the constants fixed when it compiles{said}.{interpreted} Pass `{name}` as an "
+                f"argument, write its value in the kernel, or define it as a compile-time constant: `{name} = "
+                f"{example}` (a `{name}: tl.constexpr = ...` annotation does not make one).", "global")
+
+    found = re.search(r"Loop-carried variable (\w+) has initial type (.+?) but is re-assigned to (.+?) in loop", why)
+    if found:
+        var, before, after = found[1], _dtype(found[2]), _dtype(found[3])
+        start = _assigned_before(inner.src or "", var, getattr(inner.node, "lineno", None), before)
+        started = f" `{start}` starts it as {before}" if start else f" `{var}` enters the loop as {before}"
+        low = before in ("fp16", "bf16") and after == "fp32"
+        if low:
+            fix = (f"Start the accumulator in fp32, tl.zeros(..., dtype=tl.float32): tl.dot of {before} blocks "
+                   f"adds up in fp32, and so does the running sum; convert once, as you store.")
+        elif before.startswith("int") and after.startswith(("fp", "bf")):
+            fix = f"Start it as a float (0.0, or tl.zeros(..., dtype=tl.{_torch_name(after)}))."
+        else:
+            fix = f"Start it with the dtype the loop gives it, {after}, or convert inside the loop to {before}."
+        return (f"{head}: the loop changes the dtype of `{var}`.{started}, and an iteration leaves it {after}; a "
+                f"compiled loop keeps each variable's type fixed{said}.{interpreted} {fix}",
+                "fp16-acc" if low else "loop-dtype")
+
+    hint = _explain(inner)
+    return (f"{head}: {triton_says or type(inner).__name__}." + (f"\nHint: {hint}" if hint else ""), None)
+
+
+def _short(text: str, limit: int = 160) -> str:
+    """Triton's sentence, up to its first full stop (its messages go on with advice of their own)."""
+    text = text.strip().removeprefix("NameError(").removeprefix("AssertionError(").strip("\"')")
+    cut = min((i for i in (text.find(". "), text.find("! ")) if i > 0), default=-1)
+    text = text[:cut + 1] if 0 < cut < limit else text
+    text = text if len(text) <= limit else text[:limit - 1] + "…"
+    return text.rstrip(".")
+
+
+def _without_comment(line: str) -> str:
+    """A line of code as written, less its comment."""
+    import io
+    import tokenize
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(line).readline):
+            if token.type == tokenize.COMMENT:
+                return line[:token.start[1]].rstrip()
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        pass
+    return line
+
+
+def _dtype(text: str) -> str:
+    """fp16 from "fp16" (Triton 3.6) or from "<['16', '16'], fp16>" (3.9)."""
+    import re
+    found = re.findall(r"[a-z]+\d+\w*", text)
+    return found[-1] if found else text.strip()
+
+
+def _torch_name(dtype: str) -> str:
+    return {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16", "fp64": "float64"}.get(dtype, dtype)
+
+
+def _parameters(src: str) -> list[str]:
+    import ast
+    try:
+        tree = ast.parse(src)
+    except SyntaxError:
+        return []
+    fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef)), None)
+    return [a.arg for a in fn.args.args] if fn is not None else []
+
+
+def _closest(name: str, params: list[str]) -> str | None:
+    """The parameter `name` most likely means: the same but for case (k for K), else a near spelling."""
+    import difflib
+    same = [p for p in params if p.lower() == name.lower() and p != name]
+    if same:
+        return same[0]
+    near = difflib.get_close_matches(name, params, n=1, cutoff=0.8)
+    return near[0] if near else None
+
+
+def _global_value(fn, name: str) -> str | None:
+    """The value of the global the kernel's function fn read, as a literal for the message, when it is a number."""
+    value = getattr(fn, "__globals__", {}).get(name)
+    return repr(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _assigned_before(src: str, var: str, before_line: int | None, dtype: str) -> str | None:
+    """The line before line `before_line` of src that assigns var, where a loop-carried variable starts: the last
+    one that names its dtype (fp16: float16, fp16 or half), else the last."""
+    import re
+    lines = src.split("\n")[:(before_line - 1) if before_line else None]
+    found = [ln.strip() for ln in lines if re.match(rf"\s*{re.escape(var)}\s*(:[^=]*)?=[^=]", ln)]
+    names = {dtype, _torch_name(dtype), {"fp16": "half", "fp32": "float", "int32": "int"}.get(dtype, dtype)}
+    named = [ln for ln in found if any(re.search(rf"\b{n}\b", ln) for n in names)]
+    return (named or found or [None])[-1]
 
 
 # --- IPython: end the traceback of a known error with its hint -----------------------------------------

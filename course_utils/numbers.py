@@ -1,5 +1,6 @@
-"""Numbers as people write them: a guess as it was typed, a measurement to 3 significant digits, and
-never an exponent where nobody would write one (2000, not 2e+03; 3,000 GB/s, not 3e+03)."""
+"""Numbers as people write them: a guess as it was typed, a measurement to 3 significant digits, a count of
+bytes in the binary unit it fits (6.25 KiB), and never an exponent where nobody would write one (2000, not 2e+03;
+3,000 GB/s, not 3e+03). Below the rest of the course: it imports nothing of it."""
 from __future__ import annotations
 
 import math
@@ -26,3 +27,15 @@ def readable(v) -> str:
     if abs(rounded) >= 1000:
         return f"{rounded:,.0f}"
     return typed(rounded)
+
+
+def byte_size(n: float) -> str:
+    """A count of bytes in B, KiB, MiB or GiB: 512 B, 6.25 KiB, 16.0 KiB, 1.5 GiB."""
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024 or unit == "GiB":
+            if unit == "B":
+                return f"{n:.0f} {unit}"
+            # 6.25 KiB as "6.25", not "6.2": two halves of 12.5 KiB should add up on the page
+            two = abs(n) < 10 and abs(n - round(n, 1)) > 1e-9
+            return f"{n:.2f} {unit}" if two else f"{n:.1f} {unit}"
+        n /= 1024

@@ -22,6 +22,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from . import _interp
 from .environment import DEVICE, INTERPRET
+from .numbers import byte_size as _fmt
 
 # Operators that launch no kernel: allocation, metadata, scalar reads.
 _NO_KERNEL = {"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "set_", "resize_",
@@ -31,6 +32,13 @@ _NO_KERNEL = {"empty", "empty_like", "empty_strided", "new_empty", "new_empty_st
 # In-place operators that overwrite `self` without reading it.
 _active: list = []   # the counts in progress, innermost last (for trips.compile)
 _WRITE_ONLY_SELF = {"copy_", "fill_", "zero_", "normal_", "uniform_", "random_", "bernoulli_", "exponential_"}
+
+
+def _shape_only_self(op: str) -> bool:
+    """Operators that take from `self` only its shape, dtype and device, never its values: torch.zeros_like(x)
+    and the other *_like, x.new_zeros(...) and the other new_*. They read nothing of x, as torch.zeros reads
+    nothing."""
+    return op.endswith("_like") or op.startswith("new_")
 
 
 @dataclass
@@ -106,17 +114,6 @@ class Trips:
         return "<pre>" + html.escape(self.table()) + "</pre>"
 
 
-def _fmt(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(n) < 1024 or unit == "GiB":
-            if unit == "B":
-                return f"{n:.0f} {unit}"
-            # 6.25 KiB as "6.25", not "6.2": two halves of 12.5 KiB should add up on the page
-            two = abs(n) < 10 and abs(n - round(n, 1)) > 1e-9
-            return f"{n:.2f} {unit}" if two else f"{n:.1f} {unit}"
-        n /= 1024
-
-
 def _distinct_bytes(t: torch.Tensor) -> int:
     """Bytes a kernel must fetch for t: a broadcast (stride-0) dimension is fetched once."""
     n = 1
@@ -187,6 +184,8 @@ class _Recorder(TorchDispatchMode):
         for arg, value in bound:
             info = arg.alias_info
             is_write = info is not None and info.is_write
+            if arg.name == "self" and _shape_only_self(name):
+                continue
             for t in _tensors(value):
                 if is_write:
                     writes[t.data_ptr(), _distinct_bytes(t)] = _label(t)
@@ -234,17 +233,25 @@ def _on_launch(trips: Trips):
 @contextlib.contextmanager
 def _shadow_gpu_launches():
     """On a GPU, run each Triton launch once more in the instrumented interpreter, on copies of its
-    arguments, so that what it loads and stores can be counted; then launch it for real."""
+    arguments, so that what it loads and stores can be counted; then launch it for real.
+
+    A launch is compiled before its replay: a kernel the GPU refuses (a Python `if` on a block, say) fails as
+    the GPU says, not with what the interpreter makes of code that cannot compile. Two ways to launch are seen:
+    kernel[grid](...) (JITFunction.run) and a kernel compiled ahead and launched from its handle
+    (compiled = kernel.warmup(..., grid=(1,)); compiled[grid](...), as Triton's fused-softmax tutorial sizes a
+    persistent grid): CompiledKernel.__getitem__."""
     if INTERPRET:
         yield
         return
+    from triton.compiler.compiler import CompiledKernel
     from triton.runtime.autotuner import Autotuner
     from triton.runtime.jit import JITFunction
 
-    original, original_bench = JITFunction.run, Autotuner._bench
+    original, original_bench, original_item = JITFunction.run, Autotuner._bench, CompiledKernel.__getitem__
 
     def run(self, *args, grid, warmup, **kwargs):
         if not warmup and not _interp.inside_launch():
+            original(self, *args, grid=grid, warmup=True, **kwargs)   # compiled (and cached) first
             # the replay's own launch is recorded by the interpreter's listeners, as on the CPU
             _interp.replay(self, args, kwargs, grid)
         return original(self, *args, grid=grid, warmup=warmup, **kwargs)
@@ -255,11 +262,23 @@ def _shadow_gpu_launches():
         with _interp.muted():
             return original_bench(self, *args, **kwargs)
 
-    JITFunction.run, Autotuner._bench = run, bench
+    def item(self, grid):
+        launch = original_item(self, grid)
+        kernel = getattr(self.src, "fn", None)   # the JITFunction it was compiled from (an ASTSource's)
+        if not isinstance(kernel, JITFunction):
+            return launch
+
+        def replayed(*args, **kwargs):
+            if not _interp.inside_launch():
+                _interp.replay(kernel, args, {}, tuple(grid))   # every argument, constexprs too, by position
+            return launch(*args, **kwargs)
+        return replayed
+
+    JITFunction.run, Autotuner._bench, CompiledKernel.__getitem__ = run, bench, item
     try:
         yield
     finally:
-        JITFunction.run, Autotuner._bench = original, original_bench
+        JITFunction.run, Autotuner._bench, CompiledKernel.__getitem__ = original, original_bench, original_item
 
 
 @contextlib.contextmanager
@@ -611,5 +630,6 @@ def compile(fn, **options):
     return call
 
 
-# The GPU's own count of the same bytes, through Nsight Compute: in its own module, re-exported here.
+# The GPU's own count of the same bytes, through Nsight Compute (trips.hardware, as the lessons call it): in a
+# module of its own, below this one, re-exported here. It imports nothing of trips (tests/test_trips.py).
 from .hardware_bytes import Hardware, hardware, prepare_hardware  # noqa: E402,F401

@@ -145,6 +145,21 @@ def vector_add_out_second(x, y):
     return out
 
 
+# A Python `if` for the mask: the interpreter runs it as Python (a block is "true" there), so every lane
+# loads and stores, and it reads past the end; a GPU compile refuses the `if` itself.
+@triton.jit
+def add_kernel_if_mask(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    if offs < n:
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs) + tl.load(y_ptr + offs))
+
+
+def vector_add_if_mask(x, y):
+    out = torch.empty_like(x)
+    add_kernel_if_mask[(triton.cdiv(x.numel(), BLOCK),)](x, y, out, x.numel(), BLOCK=BLOCK)
+    return out
+
+
 # --- scaled add: out = alpha * x + y ------------------------------------------------------------------
 @triton.jit
 def scaled_add_kernel(x_ptr, y_ptr, out_ptr, alpha, n, BLOCK: tl.constexpr, MISTAKE: tl.constexpr):
@@ -586,6 +601,45 @@ def bg_no_upcast(x, b):
 def bg_casts_in_launcher(x, b):
     """Right numbers, wrong trips on fp16: the launcher converts to fp32 and back with PyTorch."""
     return _bg_flat(x.float(), b.float()).to(x.dtype)
+
+
+# --- bias_gelu: what the interpreter runs and a GPU compile refuses ------------------------------------------
+SQRT1_2 = 0.7071067811865476   # a constant defined in the notebook: a plain float, which a compiled kernel cannot read
+
+
+@triton.jit
+def _bg_plain_global_kernel(x_ptr, b_ptr, out_ptr, n, N, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    v = tl.load(x_ptr + offs, mask=mask).to(tl.float32) + tl.load(b_ptr + offs % N, mask=mask).to(tl.float32)
+    y = 0.5 * v * (1.0 + tl.erf(v * SQRT1_2))
+    tl.store(out_ptr + offs, y.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+def bg_plain_global(x, b):
+    """Right numbers on the interpreter, refused by a GPU: the kernel reads SQRT1_2, a plain global."""
+    out = torch.empty_like(x)
+    _bg_plain_global_kernel[(triton.cdiv(x.numel(), 1024),)](x, b, out, x.numel(), x.shape[1], BLOCK=1024)
+    return out
+
+
+@triton.jit
+def _bg_if_large_kernel(x_ptr, b_ptr, out_ptr, n, N, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    v = tl.load(x_ptr + offs, mask=mask).to(tl.float32) + tl.load(b_ptr + offs % N, mask=mask).to(tl.float32)
+    if v > 10.0:                 # "GELU is v up there": a Python if on a block
+        y = v
+    else:
+        y = 0.5 * v * (1.0 + tl.erf(v * 0.7071067811865476))
+    tl.store(out_ptr + offs, y.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+def bg_if_large(x, b):
+    """Wrong on a GPU (it does not compile); on the interpreter the `if` is taken for every block: x + b."""
+    out = torch.empty_like(x)
+    _bg_if_large_kernel[(triton.cdiv(x.numel(), 1024),)](x, b, out, x.numel(), x.shape[1], BLOCK=1024)
+    return out
 
 
 @triton.jit

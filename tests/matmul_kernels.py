@@ -6,7 +6,7 @@ import triton.language as tl
 
 # mistakes, picked by a constexpr so that one kernel holds every variant and each compiles on a GPU
 (RIGHT, BIAS_ROWS, TANH, K_UNMASKED, K_DROP_TAIL, FP16_ACC, EPI_PER_K, W_TRANSPOSED, NO_BIAS, BIAS_AFTER,
- NO_GELU, MM_ONLY) = map(tl.constexpr, range(12))
+ NO_GELU, MM_ONLY, FP16_ZEROS) = map(tl.constexpr, range(13))
 
 
 @triton.jit
@@ -32,7 +32,7 @@ def _mm_kernel(a_ptr, w_ptr, b_ptr, c_ptr, M, N, K, BLOCK_M: tl.constexpr, BLOCK
     rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     rk = tl.arange(0, BLOCK_K)
-    if MISTAKE == FP16_ACC:
+    if MISTAKE == FP16_ACC or MISTAKE == FP16_ZEROS:
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float16)
     else:
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
@@ -55,6 +55,8 @@ def _mm_kernel(a_ptr, w_ptr, b_ptr, c_ptr, M, N, K, BLOCK_M: tl.constexpr, BLOCK
             w = tl.load(w_ptr + kk[:, None] * N + rn[None, :], mask=w_mask, other=0.0)
         if MISTAKE == FP16_ACC:
             acc = tl.dot(a, w, acc, out_dtype=tl.float16)
+        elif MISTAKE == FP16_ZEROS:
+            acc += tl.dot(a, w)      # fp32 products into an fp16 accumulator: the loop changes its type
         else:
             acc = tl.dot(a, w, acc)
         if MISTAKE == EPI_PER_K:
@@ -151,6 +153,12 @@ def k_drop_tail(a, w, b):
 def fp16_acc(a, w, b):
     """Wrong: the accumulator is fp16."""
     return _mm(a, w, b, FP16_ACC)
+
+
+def fp16_zeros(a, w, b):
+    """Wrong on a GPU (it does not compile): acc starts as fp16 zeros and acc += tl.dot(a, w) makes it fp32; the
+    interpreter lets the type change and gives right numbers."""
+    return _mm(a, w, b, FP16_ZEROS)
 
 
 def epilogue_per_k(a, w, b):

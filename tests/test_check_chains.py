@@ -113,6 +113,24 @@ def store_in_loop_kernel(x_ptr, out_ptr, n, K: tl.constexpr, BLOCK: tl.constexpr
         tl.store(out_ptr + offs, v, mask=mask)
 
 
+k = 8   # what lesson 01's `for k in (1, 2, 3, 4, 8)` leaves in the notebook
+
+
+@triton.jit
+def range_of_global_k_kernel(x_ptr, out_ptr, n, K: tl.constexpr, BLOCK: tl.constexpr):
+    # `k` for `K`: the interpreter reads the notebook's k (8 cosines); a GPU compile refuses the global
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    v = tl.load(x_ptr + offs, mask=mask).to(tl.float32)
+    for _ in range(k):
+        v = tl.cos(v)
+    tl.store(out_ptr + offs, v, mask=mask)
+
+
+def cos_chain_range_of_global_k(x, k=2):
+    return _launch(range_of_global_k_kernel, x, k)
+
+
 def cos_chain_store_in_loop(x, k=2):
     return _launch(store_in_loop_kernel, x, k)
 
@@ -213,6 +231,11 @@ def test_cos_chain_accepts_a_fused_kernel():
     (cos_chain_ignores_k, r"with k=1 the output is the cosine applied 2 times.*is K=k passed", None, None),
     (cos_chain_no_mask, r"Out-of-bounds load.*is the tail masked", None, None),
     (cos_chain_fp16_cos, r"fp16 input with k=1: tl.cos works on fp32", "fp16-cos", 2),
+    # range(k) for range(K): the interpreter reads the module's k = 8 (every element wrong, unless the check
+    # compiles the kernel first, as it does); a GPU refuses the global
+    (cos_chain_range_of_global_k, r"^`range_of_global_k_kernel` does not compile for a GPU.*`for _ in range\(k\):`, uses "
+                                  r"`k`, which the kernel neither receives as a parameter nor assigns.*Did you mean `K`",
+     "undefined-name", 2),
     (cos_chain_through_memory, r"with k=1 .*moved \d+ bytes; the budget is 32768.*intermediate goes to memory",
      "bytes", 1),
     (cos_chain_in_place, "changed its input x", "in-place", 1),

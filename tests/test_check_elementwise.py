@@ -3,7 +3,7 @@ with a message that names the cause."""
 import pytest
 import torch
 
-from course_utils import check
+from course_utils import INTERPRET, check
 import kernels as k
 from hinted import assert_names_hint
 
@@ -49,6 +49,10 @@ def test_vector_add_accepts_a_correct_kernel():
                               r"`out_ptr` received y", "argument-order", 1),
     (k.vector_add_x_twice, "x \\+ x: is the second load reading from x_ptr", "same-pointer", 1),
     (k.vector_add_torch, "with PyTorch \\(aten.add\\), not with a Triton kernel", "pytorch", 1),
+    # `if offs < n:` for a mask: the interpreter takes the `if` for the whole block and reads past the end; the
+    # check compiles the kernel for the GPUs first, and names the `if`, not the unmasked tail
+    (k.vector_add_if_mask, r"^`add_kernel_if_mask` does not compile for a GPU.*line \d+, `if offs < n:`, is a "
+                           r"Python `if` on a block.*tl.where.*mask=offsets < n", "block-if", 2),
     (lambda x, y: x, "never add|equals x|is y loaded", None, None),
     (lambda x, y: None, "returned None", None, None),
     (lambda x, y: (x + y).float(), "keep the input's dtype", None, None),
@@ -57,6 +61,35 @@ def test_vector_add_accepts_a_correct_kernel():
 def test_vector_add_rejects(wrong, message, diagnosis, hint):
     """Also checks the failure's diagnosis and the hint of lesson 03 it names, where the row gives them."""
     assert_rejects("vector_add", wrong, message, diagnosis, hint)
+
+
+@pytest.mark.skipif(not INTERPRET, reason="a GPU compiles at the launch itself; the check compiles nothing more")
+def test_the_gpu_compile_costs_a_right_kernel_little_and_a_second_check_nothing(monkeypatch):
+    """Each check compiles the kernels it launches for the course's GPUs (course_utils/gpu_compile.py), once per
+    kernel, signature and target in a process: the first check of vector_add compiles 4 launches (2 dtypes x n = 1
+    or not; one target, since the front end judges a kernel without fp8 alike for both) in well under a second
+    (about 0.1 s measured on a 2-core machine), the second none, and its cached lookups add under 50 ms."""
+    import time
+    from course_utils import gpu_compile
+    monkeypatch.setattr(gpu_compile, "_verdicts", {})     # as in a fresh process
+    compiled, looked_up = [], []
+    real_compile, real_verdict = gpu_compile._compiled, gpu_compile.verdict
+
+    def timed(real, into):
+        def call(*args, **kwargs):
+            t0 = time.perf_counter()
+            try:
+                return real(*args, **kwargs)
+            finally:
+                into.append(time.perf_counter() - t0)
+        return call
+    monkeypatch.setattr(gpu_compile, "_compiled", timed(real_compile, compiled))
+    monkeypatch.setattr(gpu_compile, "verdict", timed(real_verdict, looked_up))
+    check.vector_add(k.vector_add)
+    assert len(compiled) == 4 and sum(compiled) < 1.0, (len(compiled), sum(compiled))
+    compiled.clear(), looked_up.clear()
+    check.vector_add(k.vector_add)
+    assert not compiled and looked_up and sum(looked_up) < 0.05, (len(compiled), len(looked_up), sum(looked_up))
 
 
 def test_vector_add_accepts_other_block_sizes():
@@ -107,6 +140,13 @@ def test_bias_gelu_accepts_a_correct_kernel():
     (k.bias_gelu_bias_by_row, "indexed by row", None, None),
     (k.bias_gelu_unfused, "2 launches.*not fused", None, None),
     (lambda x, b: x + b, "GELU is never applied", None, None),
+    # right numbers on the interpreter, which reads the notebook's SQRT1_2; a GPU compile refuses the global
+    (k.bg_plain_global, r"^`_bg_plain_global_kernel` does not compile for a GPU.*`y = 0.5 \* v \* \(1.0 \+ "
+                        r"tl.erf\(v \* SQRT1_2\)\)`, reads `SQRT1_2`, a global.*SQRT1_2 = tl.constexpr\(0.7071067811865476\)",
+     "global", 3),
+    # the interpreter takes the `if` for every block (x + b, "GELU is never applied"); the GPU compile refuses it
+    (k.bg_if_large, r"^`_bg_if_large_kernel` does not compile.*`if v > 10.0:`, is a Python `if` on a block.*tl.where",
+     "block-if", 3),
 ])
 def test_bias_gelu_rejects(wrong, message, diagnosis, hint):
     """Also checks the failure's diagnosis and the hint of lesson 04 it names, where the row gives them."""

@@ -24,6 +24,10 @@ def test_accepts_correct_kernels(right):
     (k.k_unmasked, r"(?s)Out-of-bounds.*K condition is the one usually forgotten", "k-mask", 2),
     (k.k_drop_tail, r"K // BLOCK_K\s+steps runs 0 times when K < BLOCK_K.*tl.cdiv\(K, BLOCK_K\)", "k-tail", 2),
     (k.fp16_acc, r"within 1% of gelu\(a @ w \+ b\).*an fp16 accumulator", "fp16-acc", 3),
+    # passes on the interpreter, which lets acc turn fp32; compiled for the GPUs, the loop may not change its type
+    (k.fp16_zeros, r"^`_mm_kernel` does not compile for a GPU.*the loop changes the dtype of `acc`. `acc = "
+                   r"tl.zeros\(\(BLOCK_M, BLOCK_N\), dtype=tl.float16\)` starts it as fp16.*leaves it fp32.*Start the "
+                   r"accumulator in fp32", "fp16-acc", 3),
     (k.epilogue_per_k, r"after every K step \(this matches BLOCK_K = 32\)", "epilogue-per-k", 1),
     (k.w_transposed, r"w is read as if it were stored \(N, K\)", "w-layout", 2),
     (k.no_bias, "the bias is never added", "no-bias", 3),

@@ -82,3 +82,27 @@ def test_peak_bytes_sees_scratch_and_can_leave_the_output_out():
     with_out, scratch_only = bench.peak_bytes(scratchy), bench.peak_bytes(scratchy, beyond_output=True)
     assert (1 << 20) <= with_out < (1 << 20) + (64 << 10)
     assert with_out - scratch_only == 4096
+
+
+def test_a_kernel_compiled_ahead_and_launched_from_its_handle_is_counted_and_checked():
+    """Triton's fused-softmax tutorial compiles its kernel first (warmup), sizes a persistent grid from the
+    compiled kernel's registers, and launches the compiled kernel, compiled[grid](...): no JITFunction.run, so
+    trips and the checks must see CompiledKernel's launch (trips._shadow_gpu_launches)."""
+    import softmax_kernels
+    x = torch.randn(64, 300, device="cuda")
+    t = trips.count(softmax_kernels.softmax_compiled_ahead, x)
+    assert t.launches == 1 and t.kernels[0].kind == "triton", t.table()
+    assert (t.bytes_read, t.bytes_written) == (4 * x.numel(), 4 * x.numel()), t.table()
+    assert torch.allclose(t.result, torch.softmax(x, dim=-1), atol=1e-6, rtol=1e-5)   # the real launch ran
+    assert "✓" in repr(check.softmax(softmax_kernels.softmax_compiled_ahead))
+
+
+def test_a_kernel_the_gpu_refuses_gets_the_courses_diagnosis_not_the_interpreters():
+    """On a GPU the launch compiles, and trips compiles it before replaying it: `if offs < n:` is named as a Python
+    `if` on a block (the replay alone would call it an unmasked tail), SQRT1_2 as a plain global."""
+    with pytest.raises(check.CheckFailed, match=r"`if offs < n:`, is a Python `if` on a block") as e:
+        check.vector_add(k.vector_add_if_mask)
+    assert e.value.diagnosis == "block-if"
+    with pytest.raises(check.CheckFailed, match=r"reads `SQRT1_2`, a global") as e:
+        check.bias_gelu(k.bg_plain_global)
+    assert e.value.diagnosis == "global"

@@ -154,3 +154,59 @@ def test_tl_sum_works_when_triton_language_was_imported_first():
     env = {k: v for k, v in __import__("os").environ.items() if k != "TRITON_INTERPRET"}
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0 and done.stdout.strip() == "28.0", done.stderr[-2000:]
+
+
+@pytest.mark.parametrize("make", [
+    lambda x: torch.zeros_like(x), lambda x: torch.ones_like(x), lambda x: torch.full_like(x, 2.0),
+    lambda x: torch.rand_like(x), lambda x: torch.randn_like(x), lambda x: torch.randint_like(x, 10),
+    lambda x: x.new_zeros(x.shape), lambda x: x.new_ones(x.shape), lambda x: x.new_full(x.shape, 2.0),
+], ids=["zeros_like", "ones_like", "full_like", "rand_like", "randn_like", "randint_like", "new_zeros", "new_ones",
+        "new_full"])
+def test_an_allocation_shaped_like_a_tensor_reads_none_of_it(make):
+    """torch.zeros_like(x) takes x's shape, dtype and device, never its values: it writes 16 KiB and reads 0, as
+    torch.zeros does."""
+    x = torch.randn(4096, device=DEVICE)
+    t = trips.count(make, x)
+    assert (t.launches, t.bytes_read, t.bytes_written) == (1, 0, 4 * 4096), t.table()
+
+
+def _course_imports() -> dict:
+    """{module: the course_utils modules its import statements name}, read from the source: every `import` and
+    `from ... import`, at the top or inside a function."""
+    import ast
+    from pathlib import Path
+    root = Path(trips.__file__).resolve().parent
+
+    def name(path):
+        parts = path.with_suffix("").relative_to(root.parent).parts
+        return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+    modules = {name(p): p for p in root.rglob("*.py")}
+    found = {}
+    for module, path in modules.items():
+        package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+        named = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                base = package.split(".")[:len(package.split(".")) - node.level + 1] if node.level else []
+                target = ".".join(base + ([node.module] if node.module else []))
+                candidates = [f"{target}.{a.name}" for a in node.names] + [target]
+            elif isinstance(node, ast.Import):
+                candidates = [a.name for a in node.names]
+            else:
+                continue
+            named |= {next(c for c in candidates if c in modules)} if any(c in modules for c in candidates) else set()
+        found[module] = named - {module}
+    return found
+
+
+def test_no_two_course_modules_import_each_other():
+    """One layer sits below the other: trips re-exports hardware_bytes's API (trips.hardware), and hardware_bytes
+    takes its byte formatting from numbers, never from trips."""
+    imports = _course_imports()
+    assert "course_utils.hardware_bytes" in imports["course_utils.trips"]
+    mutual = {tuple(sorted((a, b))) for a, named in imports.items() for b in named if a in imports.get(b, ())}
+    # environment asks capability for the plan inside traps(), a function, and capability builds on environment:
+    # known, and outside this test's files
+    known = {("course_utils.capability", "course_utils.environment")}
+    assert mutual <= known, f"modules that import each other: {sorted(mutual - known)}"
+    assert trips.hardware is __import__("course_utils.hardware_bytes").hardware_bytes.hardware

@@ -23,8 +23,9 @@ So for each target a child process plays that GPU and runs the notebooks' own co
   numbers (a check, a .item()) stops at that point, which is after its launches; graders' kernels of
   their own (course_utils/grade/flash_decoding.py's read_kv) are launched through their code path.
 
-Then each distinct (kernel, signature, constexprs, options) is compiled for the target, with Triton's
-on-disk cache under build/triton-cache, and judged: does it compile, does its shared memory fit what the
+Then each distinct (kernel, signature, constexprs, options) is compiled for the target
+(course_utils/gpu_compile.py's compile_launch, which the checks use too), with Triton's on-disk cache under
+build/triton-cache, and judged: does it compile, does its shared memory fit what the
 target grants a block, does it use a dtype the target's plan forbids (bf16 on a T4). Registers and spills
 are read from the cubin (cuobjdump -res-usage). tests/test_compile_targets.py runs this in CI.
 
@@ -97,7 +98,8 @@ def cc_name(cc) -> str:
 
 # --- the child: one target ---------------------------------------------------------------------------
 def _stand_in(cc):
-    """Make this process a `cc` GPU for the course and for Triton's front end; return the launch log."""
+    """Make this process a `cc` GPU for the course and for Triton's front end; return the launch log. (Before
+    course_utils is imported: importing it would switch the interpreter on. Its gpu_compile compiles, later.)"""
     os.environ["TRITON_INTERPRET"] = "0"           # real @triton.jit, never the interpreter
     import torch
     import triton
@@ -300,34 +302,25 @@ def _resources(cubin: bytes) -> tuple[int | None, int | None]:
     return (int(regs[1]) if regs else None), spilled
 
 
-def _compile_apart(fn, signature, constexprs, attrs, options, target) -> dict:
-    """triton.compile in a forked process, stopped after COMPILE_SECONDS: a kernel whose compilation runs for
-    minutes (on a GPU the student would wait as long at its first launch) fails rather than stall CI."""
+def _compile_apart(fn, signature, constexprs, attrs, options, cc) -> dict:
+    """course_utils.gpu_compile.compile_launch in a forked process, stopped after COMPILE_SECONDS: a kernel whose
+    compilation runs for minutes (on a GPU the student would wait as long at its first launch) fails rather than
+    stall CI."""
     import multiprocessing
     import triton
+    from course_utils import gpu_compile
     ctx = multiprocessing.get_context("fork")
     recv, send = ctx.Pipe(duplex=False)
 
     def work():
-        if PTX_ONLY:   # no PTX, no ptxas: the shared memory is known from the LLVM IR on; registers are not
-            def no_ptxas(*args):
-                if not args:              # Triton asks for a key first: this pipeline is cached apart
-                    return "llir-only", "llir-only-1"
-                stages = args[1]          # (backend, stages, options, language, capability)
-                def no_ptx(src, metadata):                    # LLVM's codegen and ptxas: the slow half on a T4
-                    metadata["name"] = fn.__name__                # what make_ptx would have read from the PTX
-                    return ""
-                stages["ptx"] = no_ptx
-                stages["cubin"] = lambda src, metadata: b""
-            triton.knobs.runtime.add_stages_inspection_hook = no_ptxas
         try:
-            kernel = triton.compile(triton.compiler.ASTSource(fn, signature, constexprs, attrs), target=target,
-                                    options=options.__dict__)
+            # PTX_ONLY: no PTX, no ptxas: the shared memory is known from the LLVM IR on; registers are not
+            kernel = gpu_compile.compile_launch(fn, signature, constexprs, attrs, options, cc,
+                                                until="llir" if PTX_ONLY else "cubin")
             regs, spills = _resources(kernel.asm["cubin"]) if not PTX_ONLY else (None, None)
             send.send({"shared": kernel.metadata.shared, "n_regs": regs, "n_spills": spills})
         except BaseException as e:  # noqa: BLE001
-            text = str(e).strip().splitlines()
-            send.send({"error": f"does not compile: {type(e).__name__}: {text[0][:200] if text else ''}"})
+            send.send({"error": f"does not compile: {gpu_compile.describe(e)}"})
     proc = ctx.Process(target=work)
     proc.start()
     if recv.poll(COMPILE_SECONDS):
@@ -362,10 +355,8 @@ def sources(root: Path = ROOT) -> list[str]:
 
 def _judge(launches, cc, ci: bool) -> list[dict]:
     """Compile (CI: a selection of) the distinct launches of one source for `cc` and judge each; the rows."""
-    from triton.backends.compiler import GPUTarget
     from course_utils import capability
     plan = capability.plan(cc)
-    target = GPUTarget("cuda", cc[0] * 10 + cc[1], 32)
     forbidden = {"bf16"} if not plan.bf16 else set()
     rows, seen, compiled_once, compiled_shapes = [], {}, set(), set()
     for at, fn, kw in launches:
@@ -412,7 +403,7 @@ def _judge(launches, cc, ci: bool) -> list[dict]:
                 continue
             compiled_once.add(once)
         c0 = time.perf_counter()
-        got = _compile_apart(fn, signature, constexprs, attrs, options, target)
+        got = _compile_apart(fn, signature, constexprs, attrs, options, cc)
         if "error" in got:
             row.update(status="failed", why=got["error"])
         else:

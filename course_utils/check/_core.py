@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 import torch
 from torch.overrides import TorchFunctionMode
 
-from .. import _interp, environment, trips
-from ..hints import explain  # noqa: F401  (check.explain is part of the API)
+from .. import _interp, environment, gpu_compile, trips
+from ..hints import compile_diagnosis, explain  # noqa: F401  (check.explain is part of the API)
 from ..environment import ON_GPU, INTERPRET
 
 
@@ -91,15 +91,20 @@ class _PoisonAllocations(TorchFunctionMode):
 
 # --- running the student's code ---------------------------------------------------------------------
 def run(fn, *args, name: str, poison: bool = True):
-    """Call the student's function with poisoned allocations; turn its failures into CheckFailed."""
+    """Call the student's function with poisoned allocations; turn its failures into CheckFailed.
+
+    On the interpreter each kernel it launches is first compiled for the course's GPUs (gpu_compile), so a kernel
+    a GPU refuses fails here, at its launch, as it would on the GPU, before the interpreter runs it and before
+    anything is compared: what the GPU rejects is the first thing to fix."""
     if not callable(fn):
         fail(f"check.{name} takes your function itself (e.g. check.{name}({name})), "
              f"not {type(fn).__name__}", "not-callable")
     try:
-        if not poison:
-            return fn(*args)
-        with _PoisonAllocations():
-            return fn(*args)
+        with gpu_compile.compiling_launches(at_once=_recognised):
+            if not poison:
+                return fn(*args)
+            with _PoisonAllocations():
+                return fn(*args)
     except CheckFailed:
         raise
     except NotImplementedError as e:
@@ -109,6 +114,10 @@ def run(fn, *args, name: str, poison: bool = True):
     except _interp.OutOfBounds as e:
         raise CheckFailed(str(e), "out-of-bounds") from None
     except Exception as e:  # the student's own bug: keep the chain so they can read the trace
+        compiled = compile_diagnosis(e)   # a GPU refused the kernel (here: would refuse it), at its launch
+        if compiled is not None:
+            # an unrecognised cause keeps Triton's error as the cause: a checker may recognise its text
+            raise CheckFailed(*compiled) from (None if compiled[1] else e)
         # No diagnosis key: nothing recognised the cause, so no exercise hint addresses it (a catch-all key
         # sent lab 5's "No function definition found for kernel" to hint 1, the idea). The help is Triton's
         # error in plain words, when explain() knows it; a checker that recognises the text re-raises with
@@ -117,6 +126,14 @@ def run(fn, *args, name: str, poison: bool = True):
         first = str(e).strip().splitlines()[0][:300] if str(e).strip() else ""
         msg = f"`{getattr(fn, '__name__', name)}` raised {type(e).__name__}: {first}"
         raise CheckFailed(msg + (f"\nHint: {hint}" if hint else ""), None) from (None if hint else e)
+
+
+def _recognised(error) -> bool:
+    """A compile error the course has words for (a Python `if` on a block, a plain global...): it comes before
+    anything the interpreter would say. Another waits for the interpreter, which often refuses the same kernel
+    in words a checker recognises."""
+    found = compile_diagnosis(error)
+    return found is not None and found[1] is not None
 
 
 def bounds_check_on_gpu(fn, *args, name: str):
