@@ -15,29 +15,26 @@ _NO_SUCH_AXIS = ("out of bounds for shape", "invalid axis")
 _SCALAR_POINTER = "Mask argument cannot be block type if pointer argument is not a block"
 
 
-def _pow2(b: int) -> bool:
-    return b >= 1 and b & (b - 1) == 0
-
-
 def row_start(e: CheckFailed, m: int, n: int, who: str) -> CheckFailed | None:
     """The diagnosis of rows placed BLOCK apart (offsets row * BLOCK + cols) in an (m, n) case, or None.
 
     Program p of such a kernel reads elements p·B .. p·B + n − 1, B the block's power-of-two width, where row
     p is at p·n .. p·n + n − 1. The rows before it stay inside the tensor (reading the wrong elements); the
-    last ones run past its end, where the interpreter stops the program: the lanes it names are exactly those
-    of row p placed B apart."""
+    last ones run past its end, where the interpreter stops the program: the lanes it names lie in row p
+    placed B apart, past the tensor's last element."""
     if e.diagnosis != "out-of-bounds":
         return None
     found = _OUTSIDE.search(str(e))
     if not found:
         return None
     p, numel, lo, hi = int(found[1]), int(found[3]), int(found[4]), int(found[5])
-    start = hi - n + 1                          # where program p began its row, if its mask is cols < n
-    if p < 1 or numel != m * n or start % p or lo != max(start, numel):
+    b = 1 << max(0, (n - 1).bit_length())       # the block's width: the power of two at or above n
+    start = p * b                               # where program p reads its row when rows are b apart
+    # the lanes named are those of that row past the tensor's end; the interpreter names only the ones that
+    # fall outside every argument, so where the row runs on into another tensor they are fewer
+    if p < 1 or b == n or numel != m * n or not (start <= lo and numel <= lo <= hi <= start + n - 1):
         return None
-    b = start // p
-    if b <= n or not _pow2(b):
-        return None
+    hi = start + n - 1
     before = {1: "", 2: "Row 1 was", 3: "Rows 1 and 2 were"}.get(p, f"Rows 1 to {p - 1} were")
     earlier = f"{before} read from the wrong elements too, inside the tensor; row {p}" if before else f"Row {p}"
     return CheckFailed(
