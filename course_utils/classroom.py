@@ -8,8 +8,8 @@ question's scale (a log scale where the guesses span a factor of 10 or more), wi
 median. Behind a button, "Show the measurement", waits the value this kernel revealed for the same key
 (the instructor runs the solution and presses Reveal in its prediction, before or after this call: the
 button reads it when pressed), or `measured=`: drawn across the guesses, with the share of the class
-within 2x of it (a count: exactly right; a choice: the share right) and, for a choice, the class's most
-common wrong answer. While on screen, it reads the class folder again every few seconds and redraws when
+within 2x of it (a count: within predict.COUNT_TOLERANCE; a choice: the share right) and, for a choice,
+the class's most common wrong answer. While on screen, it reads the class folder again every few seconds and redraws when
 a guess arrives.
 
 Names are hidden (`names=True` writes them beside the dots). Where the caller's own id is among the
@@ -103,8 +103,8 @@ def median(values, log: bool = False) -> float:
 
 
 def close_share(values, measured: float, label: str = "measured") -> float:
-    """The share of guesses close to `measured` by predict's rule: within 2x for a measurement, exactly
-    (to 1%) for a count. A guess that is zero or negative is not close to a positive value."""
+    """The share of guesses close to `measured` by predict's rule: within 2x for a measurement, within
+    predict.COUNT_TOLERANCE for a count. A guess that is zero or negative is not close to a positive value."""
     values = list(values)
     if not values:
         return math.nan
@@ -199,7 +199,7 @@ class ClassView:
         return readable(v) + (f" {self.unit}" if self.unit else "")
 
     def _rule(self) -> str:
-        return "exactly right (a count)" if predict.counted(self.label) else "within 2×"
+        return f"within {predict.COUNT_TOLERANCE:.0%} (a count)" if predict.counted(self.label) else "within 2×"
 
     def paragraph(self, shown: bool = True) -> str:
         """The one-paragraph summary: what a headless run prints and the text above the picture."""

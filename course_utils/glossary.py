@@ -260,6 +260,10 @@ TERMS = (
          "A small cache inside each SM, in front of L2; it shares its space with shared memory.",
          "05_fused_add_norm"),
     # 06_fused_softmax
+    Term("latency", r"\blatenc(y|ies)\b",
+         "The time one access takes from its issue to its answer; a load from HBM takes many times longer than "
+         "an arithmetic instruction. A kernel that keeps too few loads in flight spends that time waiting, and "
+         "reaches neither the bandwidth nor the arithmetic rate.", "06_fused_softmax"),
     Term("online softmax", r"\bonline softmax\b",
          "Softmax computed in one walk over a row, keeping a running max and a running sum, and rescaling the "
          "sum whenever the max grows.", "06_fused_softmax"),

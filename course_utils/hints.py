@@ -35,6 +35,10 @@ _RAISE_IN_KERNEL = ("a kernel cannot raise. The interpreter ran this `raise` as 
 # Two hints that more than one message leads to.
 _SHAPE_FOR_NUMBER = ("a shape (x.shape) reached the kernel where it expects a number: pass the element count, "
                      "x.numel(), or one dimension, x.shape[0].")
+_NO_SUCH_AXIS = ("the reduction names an axis the value does not have. A block built from one tl.arange is 1-D: "
+                 "its only axis is 0, so tl.max(x, axis=0) and tl.sum(x, axis=0) reduce it to one number; axis=1 "
+                 "exists only in a 2-D block, rows by columns. (tl.max(a, b) reads b as the axis: the larger of "
+                 "two values, lane by lane, is tl.maximum(a, b).)")
 _TENSOR_FOR_CONSTEXPR = ("a tensor was passed where the kernel declares a tl.constexpr, a number fixed when the "
                          "kernel compiles (SCALE=0.99, BLOCK=1024): pass a plain Python number there.")
 
@@ -61,6 +65,14 @@ _HINTS = [
      "the kernel calls a function Triton cannot compile: a PyTorch function (torch.add, torch.cos) or a plain "
      "Python one. A kernel can call only Triton's functions (tl.*), Python's operators, a few Python "
      "built-ins (range, min, max) and other @triton.jit functions: write a + b, tl.cos(v) instead."),
+    # a reduction along an axis the value lacks: the interpreter's words, then the compiler's (before "constexpr",
+    # which the interpreter's shape, ['constexpr[128]'], contains)
+    ("out of bounds for shape", _NO_SUCH_AXIS),
+    ("invalid axis", _NO_SUCH_AXIS),
+    ("Mask argument cannot be block type",
+     "tl.load or tl.store got a mask for a whole block but a single address: a pointer plus one number (a "
+     "program id, a row index) points at one element. To load a block, add a block of offsets (built with "
+     "tl.arange) to the pointer, as wide as the mask; to load one value, give no mask."),
     ("constexpr",
      "a value that fixes a shape must be a compile-time constant: declare it `NAME: tl.constexpr` in the "
      "kernel's parameters and pass it as a keyword at launch."),

@@ -31,12 +31,21 @@ def modelled(label) -> bool:
 
 def counted(label) -> bool:
     """Was the value revealed a count (a label starting "counted")? A count has one right answer, so a
-    guess is close only when it is that number (to 1%, for rounding), where a measurement's is within 2x."""
+    guess is close only within COUNT_TOLERANCE of it, where a measurement's is within 2x."""
     return str(label or "").lower().startswith("counted")
 
 
+# How far a guess may be from a count and still be close. A lesson counts bytes per element on the interpreter's
+# small copy, where the small tensors (a weight, a bias, one value per row) add a share that vanishes at a
+# GPU's sizes: the by-hand count of the full-size tensors, 20 bytes per element in lesson 05, is 20.33 there
+# (1.7%: weight, bias and the saved statistics at 32 x 96), 32 is 32.17 in lesson 06. 3% takes those in, and
+# still tells an off-by-one count of lanes or programs below 34 from the right one.
+COUNT_TOLERANCE = 0.03
+RULE = f"counts: within {COUNT_TOLERANCE:.0%}; other numbers: within 2x; choices: right"
+
+
 def _close(ratio: float, label) -> bool:
-    return ratio <= (1.01 if counted(label) else 2.0)
+    return ratio <= (1 + COUNT_TOLERANCE if counted(label) else 2.0)
 
 
 @dataclass
@@ -224,7 +233,7 @@ class Scoreboard:
         lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in [self._head] + body]
         hits = sum(r["close"] is True for r in self.rows)
         models = sum(bool(r.get("modelled")) for r in self.rows)
-        tail = [f"{hits} of {len(self.rows) - models} close (counts: exact, to rounding; other numbers: within 2x; choices: right)"
+        tail = [f"{hits} of {len(self.rows) - models} close ({RULE})"
                 + (f"; {models} revealed by a model, not scored" if models else "")]
         return "\n".join(lines + tail + ([self._pending()] if self.unrevealed else [])
                          + ([self.hints_line] if self.hints_line else []))
@@ -307,8 +316,8 @@ class Calibration:
         high = sum(r["guess"] > r["measured"] for r in scored)
         ratios = sorted(r["ratio"] for r in scored)
         median = ratios[n // 2] if n % 2 else (ratios[n // 2 - 1] * ratios[n // 2]) ** 0.5
-        return (f"{head}: of {n} measured or counted, {close} close ({close / n:.0%}; a count exactly, a "
-                f"measurement within 2x); median miss "
+        return (f"{head}: of {n} measured or counted, {close} close ({close / n:.0%}; a count within "
+                f"{COUNT_TOLERANCE:.0%}, a measurement within 2x); median miss "
                 f"×{readable(median)}; {low} guessed low, {high} guessed high{note}")
 
     def __repr__(self) -> str:

@@ -6,7 +6,8 @@ import triton.language as tl
 
 # mistakes, picked by a constexpr so that one kernel holds every variant (tl.constexpr: a compiled
 # kernel may read a global only if it is one)
-RIGHT, UNBIASED, EPS_OUTSIDE, SWAPPED, PADDED, NORM_X, H_IS_X, NAIVE_VAR, NO_WEIGHT = map(tl.constexpr, range(9))
+RIGHT, UNBIASED, EPS_OUTSIDE, SWAPPED, PADDED, NORM_X, H_IS_X, NAIVE_VAR, NO_WEIGHT, FP16_SUM, ROW_BLOCK, W_ROW = \
+    map(tl.constexpr, range(12))
 
 
 @triton.jit
@@ -15,12 +16,17 @@ def _ln_row_kernel(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, h_ptr, N, eps, BLOCK: tl.c
     row = tl.program_id(0)
     cols = tl.arange(0, BLOCK)
     mask = cols < N
-    x = tl.load(x_ptr + row * N + cols, mask=mask, other=0.0).to(tl.float32)
-    h = x + tl.load(r_ptr + row * N + cols, mask=mask, other=0.0).to(tl.float32)
+    offs = (row * BLOCK if MISTAKE == ROW_BLOCK else row * N) + cols
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0)
+    r = tl.load(r_ptr + offs, mask=mask, other=0.0)
+    if MISTAKE != FP16_SUM:          # that mistake keeps the loads in their dtype: fp16 sums in fp16
+        x = x.to(tl.float32)
+        r = r.to(tl.float32)
+    h = x + r
     if MISTAKE == H_IS_X:
-        tl.store(h_ptr + row * N + cols, x.to(h_ptr.dtype.element_ty), mask=mask)
+        tl.store(h_ptr + offs, x.to(h_ptr.dtype.element_ty), mask=mask)
     else:
-        tl.store(h_ptr + row * N + cols, h.to(h_ptr.dtype.element_ty), mask=mask)
+        tl.store(h_ptr + offs, h.to(h_ptr.dtype.element_ty), mask=mask)
     v = x if MISTAKE == NORM_X else h
     mean = tl.sum(v, axis=0) / N
     if MISTAKE == PADDED:
@@ -37,15 +43,19 @@ def _ln_row_kernel(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, h_ptr, N, eps, BLOCK: tl.c
         norm = d / (tl.sqrt(var) + eps)
     else:
         norm = d * (1.0 / tl.sqrt(var + eps))
-    w = tl.load(w_ptr + cols, mask=mask).to(tl.float32)
-    b = tl.load(b_ptr + cols, mask=mask).to(tl.float32)
+    if MISTAKE == W_ROW:             # the vectors indexed by the row, not the column (no mask: one value each)
+        w = tl.load(w_ptr + row).to(tl.float32)
+        b = tl.load(b_ptr + row).to(tl.float32)
+    else:
+        w = tl.load(w_ptr + cols, mask=mask).to(tl.float32)
+        b = tl.load(b_ptr + cols, mask=mask).to(tl.float32)
     if MISTAKE == SWAPPED:
         y = norm * b + w
     elif MISTAKE == NO_WEIGHT:
         y = norm + b
     else:
         y = norm * w + b
-    tl.store(y_ptr + row * N + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
+    tl.store(y_ptr + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
 def _ln(x, r, w, b, eps=1e-5, mistake=RIGHT):
@@ -142,6 +152,21 @@ def ln_no_weight(x, r, w, b, eps=1e-5):
     return _ln(x, r, w, b, eps, NO_WEIGHT)
 
 
+def ln_fp16_sums(x, r, w, b, eps=1e-5):
+    """Wrong in fp16 on rows near 200: the loads stay fp16, so the row's sum overflows to inf (NaN follows)."""
+    return _ln(x, r, w, b, eps, FP16_SUM)
+
+
+def ln_row_block(x, r, w, b, eps=1e-5):
+    """Wrong: row r placed at r * BLOCK, the block's power-of-two width, not at r * N."""
+    return _ln(x, r, w, b, eps, ROW_BLOCK)
+
+
+def ln_w_row(x, r, w, b, eps=1e-5):
+    """Wrong: weight and bias loaded at w_ptr + row and b_ptr + row, one value a row."""
+    return _ln(x, r, w, b, eps, W_ROW)
+
+
 def ln_y_only(x, r, w, b, eps=1e-5):
     """Wrong: returns y alone."""
     return _ln(x, r, w, b, eps)[0]
@@ -153,7 +178,7 @@ def ln_eager(x, r, w, b, eps=1e-5):
     return F.layer_norm(h, (x.shape[1],), w, b, eps), h
 
 
-R_RIGHT, R_EPS_OUTSIDE, R_CENTRED, R_NORM_X = map(tl.constexpr, range(4))
+R_RIGHT, R_EPS_OUTSIDE, R_CENTRED, R_NORM_X, R_FP16_SUM, R_W_ROW_MASKED = map(tl.constexpr, range(6))
 
 
 @triton.jit
@@ -161,8 +186,12 @@ def _rms_row_kernel(x_ptr, r_ptr, w_ptr, y_ptr, h_ptr, N, eps, BLOCK: tl.constex
     row = tl.program_id(0)
     cols = tl.arange(0, BLOCK)
     mask = cols < N
-    x = tl.load(x_ptr + row * N + cols, mask=mask, other=0.0).to(tl.float32)
-    h = x + tl.load(r_ptr + row * N + cols, mask=mask, other=0.0).to(tl.float32)
+    x = tl.load(x_ptr + row * N + cols, mask=mask, other=0.0)
+    r = tl.load(r_ptr + row * N + cols, mask=mask, other=0.0)
+    if MISTAKE != R_FP16_SUM:        # that mistake keeps the loads in their dtype: h * h sums in fp16
+        x = x.to(tl.float32)
+        r = r.to(tl.float32)
+    h = x + r
     tl.store(h_ptr + row * N + cols, h.to(h_ptr.dtype.element_ty), mask=mask)
     v = x if MISTAKE == R_NORM_X else h
     if MISTAKE == R_CENTRED:
@@ -172,7 +201,10 @@ def _rms_row_kernel(x_ptr, r_ptr, w_ptr, y_ptr, h_ptr, N, eps, BLOCK: tl.constex
         norm = v / (tl.sqrt(ms) + eps)
     else:
         norm = v * (1.0 / tl.sqrt(ms + eps))
-    y = norm * tl.load(w_ptr + cols, mask=mask).to(tl.float32)
+    if MISTAKE == R_W_ROW_MASKED:    # the weight at w_ptr + row, one address, with the row's mask
+        y = norm * tl.load(w_ptr + row, mask=mask).to(tl.float32)
+    else:
+        y = norm * tl.load(w_ptr + cols, mask=mask).to(tl.float32)
     tl.store(y_ptr + row * N + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
@@ -198,6 +230,16 @@ def rms_centred(x, r, w, eps=1e-6):
 
 def rms_norm_x(x, r, w, eps=1e-6):
     return _rms(x, r, w, eps, R_NORM_X)
+
+
+def rms_fp16_sums(x, r, w, eps=1e-6):
+    """Wrong in fp16 on rows near 200: h * h summed in fp16 overflows to inf, so y = h / inf = 0."""
+    return _rms(x, r, w, eps, R_FP16_SUM)
+
+
+def rms_w_row_masked(x, r, w, eps=1e-6):
+    """Wrong: the weight loaded at w_ptr + row with the row's mask, which Triton refuses."""
+    return _rms(x, r, w, eps, R_W_ROW_MASKED)
 
 
 def rms_eager(x, r, w, eps=1e-6):

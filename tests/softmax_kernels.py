@@ -5,7 +5,8 @@ import triton.language as tl
 
 # mistakes, picked by a constexpr so that one kernel holds every variant (tl.constexpr: a compiled
 # kernel may read a global only if it is one)
-RIGHT, NO_MAX, PAD_ZERO, MAX_IN_NUM_ONLY, UNMASKED, NOT_DIVIDED, PAD_ZERO_MAX_ONLY = map(tl.constexpr, range(7))
+RIGHT, NO_MAX, PAD_ZERO, MAX_IN_NUM_ONLY, UNMASKED, NOT_DIVIDED, PAD_ZERO_MAX_ONLY, ROW_BLOCK, AXIS_1 = \
+    map(tl.constexpr, range(9))
 
 
 @triton.jit
@@ -14,13 +15,17 @@ def _row_kernel(x_ptr, y_ptr, N, BLOCK: tl.constexpr, MISTAKE: tl.constexpr):
     row = tl.program_id(0)
     cols = tl.arange(0, BLOCK)
     mask = cols < N
+    offs = (row * BLOCK if MISTAKE == ROW_BLOCK else row * N) + cols
     if MISTAKE == PAD_ZERO or MISTAKE == PAD_ZERO_MAX_ONLY:
-        x = tl.load(x_ptr + row * N + cols, mask=mask, other=0.0).to(tl.float32)
+        x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
     elif MISTAKE == UNMASKED:
-        x = tl.load(x_ptr + row * N + cols).to(tl.float32)
+        x = tl.load(x_ptr + offs).to(tl.float32)
     else:
-        x = tl.load(x_ptr + row * N + cols, mask=mask, other=-float("inf")).to(tl.float32)
-    if MISTAKE == NO_MAX:
+        x = tl.load(x_ptr + offs, mask=mask, other=-float("inf")).to(tl.float32)
+    if MISTAKE == AXIS_1:              # torch's habit, dim=1 for a row: a 1-D block has only axis 0
+        e = tl.exp(x - tl.max(x, axis=1))
+        s = tl.sum(e, axis=0)
+    elif MISTAKE == NO_MAX:
         e = tl.exp(x)
         s = tl.sum(e, axis=0)
     elif MISTAKE == MAX_IN_NUM_ONLY:
@@ -33,7 +38,7 @@ def _row_kernel(x_ptr, y_ptr, N, BLOCK: tl.constexpr, MISTAKE: tl.constexpr):
         e = tl.exp(x - tl.max(x, axis=0))
         s = tl.sum(e, axis=0)
     y = e if MISTAKE == NOT_DIVIDED else e / s
-    tl.store(y_ptr + row * N + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
+    tl.store(y_ptr + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
 def _row(x, mistake=RIGHT, num_warps=4):
@@ -154,6 +159,16 @@ def sm_pad_zero_max_only(x):
 def sm_max_in_numerator_only(x):
     """Wrong: exp(x - max) / sum(exp(x))."""
     return _row(x, MAX_IN_NUM_ONLY)
+
+
+def sm_row_block(x):
+    """Wrong: row r placed at r * BLOCK, the block's power-of-two width, not at r * N."""
+    return _row(x, ROW_BLOCK)
+
+
+def sm_axis_1(x):
+    """Wrong: tl.max(x, axis=1) on the 1-D block of one row."""
+    return _row(x, AXIS_1)
 
 
 def sm_not_divided(x):

@@ -2,7 +2,7 @@
 (each with its diagnosis) and right numbers that cost too many launches or bytes."""
 import pytest
 
-from course_utils import check
+from course_utils import check, hints
 import softmax_kernels as k
 from hinted import assert_names_hint
 
@@ -28,6 +28,10 @@ def test_softmax_accepts_correct_kernels(right):
     (k.sm_max_in_numerator_only, r"the numerator subtracts the max but the sum does not", "max-one-side", 3),
     (k.sm_not_divided, r"(?s)not normalised.*sum to between", "not-divided", 3),
     (k.sm_unmasked, r"Out-of-bounds load in kernel `_row_kernel`.*is the tail masked", "out-of-bounds", 2),
+    (k.sm_row_block, r"program 6 read its row at elements 768\.\.863.*placed 128 elements apart.*row r starts at r · N: "
+                     r"row 6 at 576", "row-start", 1),
+    (k.sm_axis_1, r"(?s)axis 1 out of bounds.*Hint: the reduction names an axis the value does not have.*its only "
+                  r"axis is 0(?!.*constexpr`)", "axis", 3),
     (k.sm_columns, r"each column of every group of 4 rows is normalised.*axis=1", "columns", 1),
     (k.sm_flat_blocks, r"(each block of 256 consecutive elements of the flattened x|each run of 2 rows) is normalised",
      "not-per-row", 1),
@@ -46,3 +50,10 @@ def test_softmax_rejects(wrong, message, diagnosis, hint):
     if diagnosis is not None:
         assert e.value.diagnosis == diagnosis
         assert_names_hint(e.value, "softmax", hint)
+
+
+@pytest.mark.parametrize("text", ["axis 1 out of bounds for shape ['constexpr[128]']",   # the interpreter's
+                                  "invalid axis 1. Expected -1 <= axis < 1"])             # the compiler's
+def test_a_reduction_along_a_missing_axis_is_not_sent_to_constexpr(text):
+    said = hints.explain(ValueError(text))
+    assert said.startswith("the reduction names an axis") and "declare it" not in said

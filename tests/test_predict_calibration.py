@@ -34,7 +34,7 @@ def test_latest_numeric_predictions_of_every_lesson(log):
     assert (first["guess"], first["measured"], first["ratio"], first["lesson"]) == (16.0, 16.0, 1.0, "01")
     assert c.rows[2]["ratio"] == 8.0
     text = repr(c)
-    assert "3 numeric predictions from lessons 01, 04, 09: of 2 measured or counted, 2 close (100%; a count exactly, a measurement within 2x)" in text
+    assert "3 numeric predictions from lessons 01, 04, 09: of 2 measured or counted, 2 close (100%; a count within 3%, a measurement within 2x)" in text
     assert "1 guessed low, 0 guessed high; 1 revealed by a model (hollow markers), not scored" in text
 
 

@@ -307,8 +307,8 @@ def lesson_page(logs, lesson: str, exercises: dict[str, str], title: str = "", t
              "<h2>Where the class's model broke</h2>",
              "<p>Each student's guess divided by what their own reveal gave; the questions ranked by how far "
              "the class's median of that ratio (on a log scale) is from 1.</p>",
-             _table(["question", "students", "class's median guess", "within 2× (a count: exact)",
-                     "guessed low / high"],
+             _table(["question", "students", "class's median guess",
+                     f"within 2× (a count: within {predict.COUNT_TOLERANCE:.0%})", "guessed low / high"],
                     [[f"<code>{t(r['key'])}</code> {t(r['question'])}", str(r["n"]), _miss(r),
                       _share(r["close"], r["n"]), f"{r['low']} / {r['high']}"] for r in numbers],
                     "No number question of this lesson was revealed with a guess committed.")]

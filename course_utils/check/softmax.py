@@ -6,7 +6,8 @@ import torch
 
 from .. import trips
 from ..environment import DEVICE, INTERPRET, ON_GPU, pick
-from ._core import CheckFailed, Passed, budget, by, compare, fail, listed, own_kernels, run
+from ._core import CheckFailed, Passed, budget, by, compare, listed, own_kernels
+from ._rows import run_rows
 
 __all__ = ["softmax"]
 
@@ -120,12 +121,12 @@ def softmax(fn) -> Passed:
     result = Passed(name)
     if ON_GPU and not INTERPRET:   # replay one small case through the bounds-checked interpreter first
         with trips.counting():
-            run(fn, _inputs(5, 300, torch.float32), name=name)
+            run_rows(fn, _inputs(5, 300, torch.float32), name=name, m=5, n=300)
     for dtype in (torch.float32, torch.float16):
         cases = [(s, None) for s in SHAPES] + [(s, "large") for s in LARGE] + [(NEGATIVE, "negative")]
         for (m, n), kind in cases:
             x = _inputs(m, n, dtype, kind)
-            out = run(fn, x, name=name)
+            out = run_rows(fn, x, name=name, m=m, n=n)
             xd = x.double()
             ref = torch.softmax(xd, dim=-1)
             where = f"{str(dtype)[6:]} x of shape ({m}, {n})" + (f", rows near {_LARGE:.0f}" if kind == "large" else
