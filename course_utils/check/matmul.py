@@ -207,7 +207,7 @@ def _case(fn, a, w, b, label, result, tol=TOL):
                 "accumulator through the bias and the GELU, and convert once, as you store.", "fp16-acc") from None
         # on a GPU a w read by K-strided rows where K > N reads past w unseen: its numbers are garbage, not an
         # answer to compare with, so a probe with K < N tells
-        if e.diagnosis in ("wrong", "tail", "factor") and _reads_w_with_row_stride_k(fn):
+        if e.diagnosis in ("wrong", "tail", "factor", "nonfinite") and _reads_w_with_row_stride_k(fn):
             M, K = a.shape
             raise CheckFailed(f"`{NAME}` ({label}): {_w_stride_message(K, w.shape[1])}", "w-stride") from None
         raise
