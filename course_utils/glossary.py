@@ -279,6 +279,10 @@ TERMS = (
     Term("pipeline", r"\bpipelin\w*",
          "Loading the next tiles while the current ones are being multiplied; the depth (num_stages) says how "
          "many are in flight.", "07_fused_epilogue"),
+    Term("warp specialization", r"\bwarp[- ]speciali[sz](ation|ed)\b",
+         "Giving the warps of one program different jobs: some only load tiles, some only multiply them, some "
+         "run the epilogue, each handing its work on to the next, so that loads, math and epilogue overlap "
+         "instead of taking turns.", "07_fused_epilogue"),
     Term("FlashAttention", r"\bFlashAttention\b",
          "Attention in one fused kernel: scores and probabilities are computed tile by tile with an online "
          "softmax and never written to HBM. Lesson 09 builds its forward pass.", "07_fused_epilogue"),

@@ -45,6 +45,12 @@ _TENSOR_FOR_CONSTEXPR = ("a tensor was passed where the kernel declares a tl.con
 # (text to look for in the error's message or type name, or in those of its cause; the hint).
 # The first match wins, so the specific rules come before the general ones.
 _HINTS = [
+    # tl.max(m, v), PyTorch's habit (torch.max(a, b) is element-wise): Triton reads v as the axis to reduce along,
+    # and m, one value, has none. Before any rule on other "out of bounds" texts.
+    ("out of bounds for shape []",
+     "tl.max (like tl.sum and tl.min) reduces one block along an axis, and its second argument is that axis: "
+     "tl.max(m, v) reads v as the axis, and m, a single value, has no axis to reduce. The larger of two values, "
+     "or of two blocks lane by lane, is tl.maximum(m, v); the largest value of one block is tl.max(x, axis=0)."),
     ("arange's range must be a power of 2",
      "tl.arange(0, BLOCK) needs a power-of-two BLOCK (64, 128, 256, ...): pick one, or round up with "
      "triton.next_power_of_2(n), and let the mask switch off the lanes past the end."),

@@ -6,7 +6,7 @@ import triton.language as tl
 
 # mistakes, picked by a constexpr so that one kernel holds every variant and each compiles on a GPU
 (RIGHT, BIAS_ROWS, TANH, K_UNMASKED, K_DROP_TAIL, FP16_ACC, EPI_PER_K, W_TRANSPOSED, NO_BIAS, BIAS_AFTER,
- NO_GELU, MM_ONLY, FP16_ZEROS) = map(tl.constexpr, range(13))
+ NO_GELU, MM_ONLY, FP16_ZEROS, W_STRIDE_K) = map(tl.constexpr, range(14))
 
 
 @triton.jit
@@ -51,6 +51,8 @@ def _mm_kernel(a_ptr, w_ptr, b_ptr, c_ptr, M, N, K, BLOCK_M: tl.constexpr, BLOCK
         a = tl.load(a_ptr + rm[:, None] * K + kk[None, :], mask=a_mask, other=0.0)
         if MISTAKE == W_TRANSPOSED:
             w = tl.load(w_ptr + rn[None, :] * K + kk[:, None], mask=w_mask, other=0.0)
+        elif MISTAKE == W_STRIDE_K:
+            w = tl.load(w_ptr + kk[:, None] * K + rn[None, :], mask=w_mask, other=0.0)
         else:
             w = tl.load(w_ptr + kk[:, None] * N + rn[None, :], mask=w_mask, other=0.0)
         if MISTAKE == FP16_ACC:
@@ -169,6 +171,21 @@ def epilogue_per_k(a, w, b):
 def w_transposed(a, w, b):
     """Wrong: w read as if stored (N, K), like nn.Linear's weight."""
     return _mm(a, w, b, W_TRANSPOSED)
+
+
+def w_stride_k(a, w, b):
+    """Wrong: w's rows stepped through by K instead of N (right only where N = K)."""
+    return _mm(a, w, b, W_STRIDE_K)
+
+
+def w_stride_k_unseen(a, w, b):
+    """Wrong as w_stride_k, the way a GPU runs it: where K > N the loads past w go unnoticed and return whatever
+    lies there (here a constant), where K <= N the answer with w's rows stepped through by K."""
+    (M, K), N = a.shape, w.shape[1]
+    if K > N:
+        return torch.full((M, N), 3.0, dtype=a.dtype, device=a.device)
+    rows = torch.arange(K, device=w.device)[:, None] * K + torch.arange(N, device=w.device)[None, :]
+    return F.gelu(a.float() @ w.reshape(-1)[rows].float() + b.float()).to(a.dtype)
 
 
 def no_bias(a, w, b):

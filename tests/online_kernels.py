@@ -7,7 +7,7 @@ import triton.language as tl
 
 # mistakes, picked by a constexpr so that one kernel holds every variant (tl.constexpr: a compiled
 # kernel may read a global only if it is one)
-RIGHT, NOT_RESCALED, INVERTED, NAN_CHUNK, PAD_ZERO, LAST_MAX, M_FROM_ZERO = map(tl.constexpr, range(7))
+RIGHT, NOT_RESCALED, INVERTED, NAN_CHUNK, PAD_ZERO, LAST_MAX, M_FROM_ZERO, SHORT_WALK = map(tl.constexpr, range(8))
 
 
 @triton.jit
@@ -21,7 +21,11 @@ def _online_kernel(x_ptr, y_ptr, N, BLOCK: tl.constexpr, MISTAKE: tl.constexpr):
         m = float("-inf")
     m_blk = float("-inf")
     s = 0.0
-    for start in range(0, N, BLOCK):
+    if MISTAKE == SHORT_WALK:
+        end = N - BLOCK             # one block short: the last block never joins the max and the sum
+    else:
+        end = N
+    for start in range(0, end, BLOCK):
         cols = start + tl.arange(0, BLOCK)
         if MISTAKE == PAD_ZERO:
             x = tl.load(x_ptr + base + cols, mask=cols < N, other=0.0).to(tl.float32)
@@ -222,6 +226,36 @@ def pad_zero(x, block=1024):
 def last_max(x, block=1024):
     """Wrong: walk 2 subtracts the last block's max, not the row's."""
     return _online(x, block, LAST_MAX)
+
+
+def short_walk(x, block=1024):
+    """Wrong: walk 1 runs range(0, N - BLOCK, BLOCK), one block short, so the last block is in no max or sum."""
+    return _online(x, block, SHORT_WALK)
+
+
+@triton.jit
+def _torch_max_kernel(x_ptr, y_ptr, N, BLOCK: tl.constexpr):
+    # wrong: tl.max(m, block_max), the torch habit (torch.max(a, b) is element-wise); tl.max takes a block and an axis
+    base = tl.program_id(0).to(tl.int64) * N
+    m = float("-inf")
+    s = 0.0
+    for start in range(0, N, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + base + cols, mask=cols < N, other=float("-inf")).to(tl.float32)
+        m_new = tl.max(m, tl.max(x, axis=0))
+        s = s * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new), axis=0)
+        m = m_new
+    for start in range(0, N, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + base + cols, mask=cols < N, other=float("-inf")).to(tl.float32)
+        tl.store(y_ptr + base + cols, (tl.exp(x - m) / s).to(y_ptr.dtype.element_ty), mask=cols < N)
+
+
+def torch_max(x, block=1024):
+    """Wrong: the running max taken with tl.max(m, block_max), which reads block_max as an axis."""
+    y = torch.empty_like(x)
+    _torch_max_kernel[(x.shape[0],)](x, y, x.shape[1], BLOCK=min(block, triton.next_power_of_2(x.shape[1])))
+    return y
 
 
 def m_from_zero(x, block=1024):

@@ -11,6 +11,7 @@ import nbformat
 import pytest
 import torch
 
+import course_utils as cu
 from course_utils import check
 from course_utils.check import online
 import online_kernels as k
@@ -70,6 +71,12 @@ RECIPE = ("tl.where", "other=float", "s = s *", "s * exp", "exp(m_old − m_new)
      "one-block", 1),
     (k.one_block_capped, r"float32 ordinary rows 3x5000, in blocks of 2,048`: only the first 4,096 columns of "
                          r"each row were written.*needs a loop", None, None),
+    (k.short_walk, r"float32 ordinary rows 4x3000, in blocks of 1,024`: y comes out exactly as if walk 1 never "
+                   r"reached the last block.*columns 2,048 to 2,999.*one block short.*Your rows sum to 1\.\d+",
+     "last-block", 3),
+    # the interpreter's text (a GPU's compiler words it otherwise): Triton's error, then its cause in plain words
+    pytest.param(k.torch_max, r"axis \[.*\] out of bounds for shape \[\].*\nHint: tl.max .*tl\.maximum\(m, v\)", None,
+                 None, marks=pytest.mark.skipif(not cu.INTERPRET, reason="the interpreter's message")),
     (k.three_pass, r"read x 3.00 times.*in blocks of 1,024.*budget is 2 reads \+ 1 write.*Three walks", "bytes", 2),
     (k.eager, r"with PyTorch \(aten._softmax\)", "pytorch", 1),
     (k.without_block, r"cannot be called as online_softmax\(x, block\).*keep the signature", None, None),

@@ -34,9 +34,9 @@ CEILINGS = {
     "tiny_chain": (0.60, "Part I: lesson 02 works its example in full before the student's turn"),
     "vector_add": (0.55, "Part I: lesson 03 reads a first kernel line by line before the student writes one"),
     "scaled_add": (0.55, "Part I: lesson 03's second exercise is the first one's kernel with a scale"),
-    "online_softmax": (0.30, "lesson 08 gives the recurrence, one value at a time in its Hook and as a merge of "
-                             "blocks in PyTorch; the Triton walks (three-pass, two-pass, lesson 06's) are folded "
-                             "after the exercise"),
+    "online_softmax": (0.32, "lesson 08 gives the recurrence, one value at a time in its Hook and as a merge of "
+                             "blocks in PyTorch, and shows tl.max beside tl.maximum on one block before the "
+                             "exercise; the Triton walks (three-pass, two-pass, lesson 06's) are folded after it"),
     "rmsnorm_fwd_kernel": (0.40, "lab 2 gives the backward's second launch (sum_rows_kernel), whose masked "
                                  "2-D loads and stores are the idiom of the forward's too"),
     "rmsnorm_bwd_kernel": (0.40, "lab 2 gives the backward's second launch (sum_rows_kernel), the same idiom"),

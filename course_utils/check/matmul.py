@@ -26,6 +26,9 @@ ALL_SHAPES = SHAPES + [pick(gpu=(1000, 1030, 1100), cpu=(70, 90, 200))]
 TAILS = (48, 80, 72, 10.0)          # M, N, K and the scale of a @ w: outputs far into GELU's tails
 CANCELLING = (32, 64, 512)          # sums over K that grow to about 2·K and cancel
 BUDGET_SHAPE = (32, 64, 48)
+# K < N, K no multiple of a tile: a kernel that steps through w's rows by K stays inside w here, so its answer
+# can be compared (where K > N, as in the first case, it reads past w's end instead)
+W_STRIDE_PROBE = (16, 40, 24)
 
 
 # What the checker tries, named as the contract names it (tests/test_contracts.py): (name, what it is)
@@ -70,6 +73,37 @@ def _per_k_step(a, w, b, bk):
     return acc
 
 
+def _w_row_stride_k(w):
+    """w as read by a kernel that steps from one row of w to the next by K elements instead of N: element (k, n)
+    taken from offset k·K + n. Inside w only when K <= N; None otherwise."""
+    K, N = w.shape
+    if K > N:
+        return None
+    offsets = torch.arange(K, device=w.device)[:, None] * K + torch.arange(N, device=w.device)[None, :]
+    return w.reshape(-1)[offsets]
+
+
+def _w_stride_message(K: int, N: int) -> str:
+    return (f"w is read with a row stride of K: the kernel steps from one row of w to the next by K = {K} elements, "
+            f"but w is (K, N) = ({K}, {N}), row-major, so one row holds N = {N} values and element (k, n) sits at "
+            "k·N + n. (Where N = K the two strides agree, so a square matmul alone would not show it.)")
+
+
+def _reads_w_with_row_stride_k(fn) -> bool:
+    """Is fn's answer gelu(a @ w + b) with w read at k·K + n? Asked only when a case failed in a way that such a
+    kernel explains (a load past the end of w where K > N, or wrong numbers): one probe with K < N, where that
+    kernel stays inside w, compared with the answer it would give there."""
+    a, w, b = _inputs(*W_STRIDE_PROBE)
+    try:
+        out = run(fn, a, w, b, name=NAME)
+    except CheckFailed:
+        return False
+    if not isinstance(out, torch.Tensor) or tuple(out.shape) != (a.shape[0], w.shape[1]):
+        return False
+    ad, wd, bd = a.double(), w.double(), b.double()
+    return bool(torch.isclose(out.double(), _gelu(ad @ _w_row_stride_k(wd) + bd), **TOL).all())
+
+
 def _wrong_answers(a, w, b):
     """(answer, diagnosis, key) for the realistic mistakes, computed in float64 from the same inputs."""
     M, K = a.shape
@@ -94,6 +128,8 @@ def _wrong_answers(a, w, b):
         out.append((_gelu(a @ w_nk + b), "w is read as if it were stored (N, K), like nn.Linear's weight. Here w "
                     "is (K, N), row-major: element (k, n) sits at offset k·N + n, so the w tile is "
                     "w_ptr + rk[:, None] * N + rn[None, :].", "w-layout"))
+    if 1 < K < N:
+        out.append((_gelu(a @ _w_row_stride_k(w) + b), _w_stride_message(K, N), "w-stride"))
     if K > 1:
         mm16 = mm.half().double()     # every step rounded to fp16, as separate fp16 operations do
         v16 = (mm16 + b).half().double()
@@ -139,6 +175,11 @@ def _run(fn, a, w, b):
                     "offsets (b[rm]) runs past its end as soon as M > N; load it at the column offsets, b[rn], "
                     "masked with rn < N.")
             key = "bias-by-row"
+        elif _reads_w_with_row_stride_k(fn):
+            # the interpreter's closing advice (the mask, the tail) is not this kernel's cause
+            text = text.split(" The mask let these lanes through")[0].split(" Every lane of this access")[0]
+            hint = (_w_stride_message(K, N) + f" With K > N its last rows of w reach past w's {K * N:,} elements.")
+            key = "w-stride"
         else:
             hint = ("In a matmul each tile load needs two conditions in its mask: for a, rows below M and "
                     "columns below K; for w, rows below K and columns below N. The K condition is the one "
@@ -164,6 +205,11 @@ def _case(fn, a, w, b, label, result, tol=TOL):
                 "(tl.zeros(..., dtype=tl.float16), or tl.dot(..., out_dtype=tl.float16)), or a @ w stored in fp16 "
                 "with the bias and GELU applied to it afterwards (eager PyTorch does that). Keep the fp32 "
                 "accumulator through the bias and the GELU, and convert once, as you store.", "fp16-acc") from None
+        # on a GPU a w read by K-strided rows where K > N reads past w unseen: its numbers are garbage, not an
+        # answer to compare with, so a probe with K < N tells
+        if e.diagnosis in ("wrong", "tail", "factor", "nonfinite") and _reads_w_with_row_stride_k(fn):
+            M, K = a.shape
+            raise CheckFailed(f"`{NAME}` ({label}): {_w_stride_message(K, w.shape[1])}", "w-stride") from None
         raise
     result.cases.append(label)
 

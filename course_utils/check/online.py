@@ -105,7 +105,19 @@ def _mistakes(xd, b):
     p0 = _blocks(xd, b, 0.0).flatten(1)                      # padded lanes that loaded 0
     m0 = p0.amax(-1, keepdim=True)
     nan_rows = torch.where((bmax[:, :1] == -INF), torch.nan, e / s)
-    return [
+    out = []
+    c = blocks.shape[1]
+    if c > 1:
+        # walk 1 stopped one block short: the max and the sum of every block but the last
+        head = xd[:, :(c - 1) * b]
+        m1 = head.amax(-1, keepdim=True)
+        m1 = torch.where(m1 == -INF, 0.0, m1)
+        out.append((torch.exp(xd - m1) / torch.exp(head - m1).sum(-1, keepdim=True),
+                    f"y comes out exactly as if walk 1 never reached the last block of each row (columns "
+                    f"{(c - 1) * b:,} to {xd.shape[1] - 1:,} here): the max and the sum were taken over the blocks "
+                    "before it only, so the sum is too small. Likely cause: the bound of walk 1's loop, which stops "
+                    "one block short of the row's end.", "last-block"))
+    return out + [
         (e / bsum.sum(-1, keepdim=True),
          "y comes out too small on the rows whose max grows after their first block, exactly as if the running "
          "sum were not rescaled when the max changes: terms taken against an old, smaller max stay as large "
