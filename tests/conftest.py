@@ -24,6 +24,9 @@ _one_gpu_per_worker()
 # The checks and predictions the tests make go to a log of this test process, not to the developer's own
 # (the course folder's predictions.jsonl); a test that means a log of its own sets COURSE_PREDICTIONS itself.
 os.environ.setdefault("COURSE_PREDICTIONS", os.path.join(tempfile.mkdtemp(prefix="course-tests-"), "predictions.jsonl"))
+# The tests time nothing: the labs' speed rows say "not measured" here and in the notebooks the tests run
+# (workers share a GPU; speed is measured where a notebook runs alone: tools/gpu_run.py, a student).
+os.environ.setdefault("COURSE_TIMING", "off")
 # Importing course_utils first puts Triton in interpreter mode on a machine without a GPU,
 # before any test module defines a kernel.
 import course_utils  # noqa: E402,F401

@@ -36,8 +36,9 @@ def test_add_layernorm_accepts_correct_kernels(right):
                   r"\(without other= the language leaves them undefined\).*tl.where\(mask", "masked-lanes", 2),
     (k.ln_fp16_sums, r"(?s)fp16 4 × 1000, has rows of values near 200: they sum to about 200,000, past 65,504.*"
                      r"Is the sum kept in fp16\?.*\.to\(tl\.float32\)", "fp16-sum", 2),
-    (k.ln_row_block, r"program 3 read its row at elements 384\.\.479.*placed 128 elements apart.*row r starts at r · N: "
-                     r"row 3 at 288", "row-start", 1),
+    # the case differs between the interpreter and a GPU (which stops no read past the tensor), the words do not
+    (k.ln_row_block, r"program \d+ read its row at elements \d+\.\.\d+.*placed \d+ elements apart.*row r starts at "
+                     r"r · N: row \d+ at \d+", "row-start", 1),
     (k.ln_w_row, r"weight and bias are indexed by the row.*w_ptr \+ cols", "weight-index", 3),
     (k.ln_norm_x, "y is the normalised x", "normalised-x", 2),
     (k.ln_h_is_x, "second output h.*h equals x", "h-output", 2),

@@ -28,9 +28,10 @@ def test_softmax_accepts_correct_kernels(right):
     (k.sm_max_in_numerator_only, r"the numerator subtracts the max but the sum does not", "max-one-side", 3),
     (k.sm_not_divided, r"(?s)not normalised.*sum to between", "not-divided", 3),
     (k.sm_unmasked, r"Out-of-bounds load in kernel `_row_kernel`.*is the tail masked", "out-of-bounds", 2),
-    (k.sm_row_block, r"program 6 read its row at elements 768\.\.863.*placed 128 elements apart.*row r starts at r · N: "
-                     r"row 6 at 576", "row-start", 1),
-    (k.sm_axis_1, r"(?s)axis 1 out of bounds.*Hint: the reduction names an axis the value does not have.*its only "
+    # the case differs between the interpreter and a GPU (which stops no read past the tensor), the words do not
+    (k.sm_row_block, r"program \d+ read its row at elements \d+\.\.\d+.*placed \d+ elements apart.*row r starts at "
+                     r"r · N: row \d+ at \d+", "row-start", 1),
+    (k.sm_axis_1, r"(?s)(axis 1 out of bounds|invalid axis 1).*Hint: the reduction names an axis the value does not have.*its only "
                   r"axis is 0(?!.*constexpr`)", "axis", 3),
     (k.sm_columns, r"each column of every group of 4 rows is normalised.*axis=1", "columns", 1),
     (k.sm_flat_blocks, r"(each block of 256 consecutive elements of the flattened x|each run of 2 rows) is normalised",

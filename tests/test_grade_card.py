@@ -16,6 +16,21 @@ from course_utils.check import CheckFailed
 from course_utils.grade import _card, _points
 
 
+
+@pytest.fixture(autouse=True)
+def timing_as_a_student_has_it(monkeypatch):
+    """These tests play a GPU with made-up measurements: the suite's COURSE_TIMING=off would stop them."""
+    monkeypatch.delenv("COURSE_TIMING", raising=False)
+
+
+def test_the_suites_switch_leaves_speed_rows_not_measured(monkeypatch):
+    monkeypatch.setattr(_card, "ON_GPU", True)
+    monkeypatch.setattr(_card, "INTERPRET", False)
+    monkeypatch.setenv("COURSE_TIMING", "off")
+    card = _card.Scorecard("Lab 0")
+    assert card.performance("speed", lambda: 2.0, target=1) is None
+    assert card.rows[-1].status == "not measured" and "COURSE_TIMING=off" in card.rows[-1].diagnosis
+
 def test_a_card_that_passes_returns_its_total():
     card = grade.Scorecard("Lab 0 · nothing")
     with card.criterion("fp32: matches", target="rtol 1e-5"):

@@ -287,7 +287,9 @@ def test_a_standby_takes_the_call_and_follows_the_notebook(fake_ncu, tmp_path):
     assert (hw["eager"].dram_read, hw["fused"].dram_written) == (536_972_544, 245_560_320)
     assert _ncu_calls(tmp_path) == ["standby"], "no fresh child ran"
     seen = hw.standby
-    assert seen["used"] and seen["cuda_calls"] == [] and seen["torch_cuda_initialized"] is False
+    # asking whether CUDA is there (Inductor's import does) starts nothing; any other CUDA call would
+    assert seen["used"] and seen["torch_cuda_initialized"] is False
+    assert [c for c in seen["cuda_calls"] if not c.startswith("is_available ")] == [], seen["cuda_calls"]
     assert seen["driver"] in (None, "not initialised")   # None where there is no CUDA driver
     assert not standby.alive() and not os.path.exists(standby.folder) and hardware_bytes._standby is None
     assert not any("started ahead" in line for line in repr(hw).splitlines())

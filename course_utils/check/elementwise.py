@@ -169,9 +169,9 @@ def scaled_add(fn) -> Passed:
 
 def _alpha_loaded(e: CheckFailed, case: str) -> None:
     """tl.load(alpha): a float where a pointer belongs. The interpreter fails inside tl.load with "'float' object
-    has no attribute 'type'"; a GPU compilation with "Unsupported ptr type fp32". n, the other scalar, is an int."""
+    has no attribute 'type'"; a GPU compilation with "Unsupported ptr type fp32" (Triton 3.6 compiling ahead: "triton.language.float32"). n, the other scalar, is an int."""
     text = _error_text(e)
-    if "'float' object has no attribute 'type'" in text or ("Unsupported ptr type" in text and "fp32" in text):
+    if "'float' object has no attribute 'type'" in text or ("Unsupported ptr type" in text and ("fp32" in text or "float32" in text)):
         raise CheckFailed(
             f"`scaled_add` ({case}): the kernel loads alpha as if it were a pointer (tl.load(alpha)). alpha arrives "
             "as a number, not as a pointer to one: use it directly (alpha * x), there is nothing to load. "

@@ -32,7 +32,8 @@ Rules a row follows:
   correctness or budget row it is not measured either (the speed of a wrong kernel means nothing); a
   performance row that missed its target does not stop the next one (each size is timed once the kernel
   is right). Nor is it measured on a card
-  made with Scorecard(..., performance=False) (tests).
+  made with Scorecard(..., performance=False), or while COURSE_TIMING=off (the test suite sets it: its
+  workers share the GPU, and a timed test would fail on another test's load).
 - `budget` counts launches and bytes with trips (it works on the CPU interpreter too).
 - `finish()` shows the card (HTML in a notebook, text elsewhere) with a total, "5 of 6 passed,
   1 not measured", and for a lab's card (Scorecard(..., hints="lab1.swiglu")) its score, the one nbgrader
@@ -263,6 +264,9 @@ class Scorecard:
                               "its dtypes and tiles on this GPU, whose speed says nothing of that one's.")
         if needs_correct and any(r.status == FAILED and not r.timed for r in self.rows[:-1]):
             self.not_measured("an earlier row failed, and the speed of a wrong kernel means nothing.")
+        if os.environ.get("COURSE_TIMING") == "off":   # the test suite: its runs share a GPU, and it times nothing
+            self.not_measured("timing switched off (COURSE_TIMING=off, as the test suite sets it): speed is measured "
+                              "where a notebook runs alone, by a student or tools/gpu_run.py.")
 
     def against(self, name: str, target, measure, *, diagnosis: str = "", needs_correct: bool = True):
         """A performance row judged by a targets.Target (course_utils/targets.py): measure() returns (your ms, the
