@@ -13,7 +13,7 @@ from triton.runtime import driver
 from triton.runtime.jit import JITFunction
 
 import course_utils as cu
-from course_utils import tune
+from course_utils import _interp, tune
 
 ON_GPU = cu.ON_GPU and not cu.INTERPRET
 
@@ -63,7 +63,10 @@ def as_a_gpu(monkeypatch, tmp_path):
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton-cache"))
     before = driver._active
     driver.set_active(_StandIn())
-    yield
+    # triton.language as imported: an interpreted launch earlier in this process (a check, trips) leaves the
+    # interpreter's versions of its functions in place, which Triton's compiler cannot take (on a GPU, none ran)
+    with _interp.language_as_imported():
+        yield
     driver._active = before
 
 
