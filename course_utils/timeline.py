@@ -296,7 +296,7 @@ def record(fn, *, label: str = "", warmup: int = 3, flush_l2: bool = False) -> T
                                      source=f"recorded with torch.profiler on {env.gpu_name()}")
 
 
-def kernels(fns: dict, *, bytes: dict | None = None, flush_l2: bool = True) -> dict:
+def kernels(fns: dict, *, bytes: dict | None = None, flush_l2: bool = True, graph: bool = False) -> dict:
     """Which kernels one call of each function runs on the GPU, and how: printed, one table per function.
 
     fns: {label: function of no arguments}. For each, one call is recorded as `record` records it (warm-up
@@ -304,9 +304,12 @@ def kernels(fns: dict, *, bytes: dict | None = None, flush_l2: bool = True) -> d
     kernels' count, their busy time and the span from the first one's start to the last one's end (the
     difference is time between kernels), then a row per kernel: its grid and block as the profiler saw
     them (blocks in all, threads a block), registers a thread, shared memory a block, calls, µs on the
-    GPU, name. bytes: {label: bytes the call must move}, to add GB/s over the busy time. Returns
-    {label: Timeline}. GPU only: raises NeedsGPU elsewhere. What a library runs (cuDNN, cuBLAS, Inductor's
-    kernels) is read here from the GPU, not from its documentation."""
+    GPU, name. bytes: {label: bytes the call must move}, to add GB/s over the busy time. graph=True
+    captures each call in a CUDA graph and records a replay of it, so that no kernel waits for Python to
+    launch it: what is left between kernels is the GPU's own hand-over (a call that cannot be captured is
+    recorded as it is, and its line says so). Returns {label: Timeline}. GPU only: raises NeedsGPU
+    elsewhere. What a library runs (cuDNN, cuBLAS, Inductor's kernels) is read here from the GPU, not
+    from its documentation."""
     if not isinstance(fns, dict) or not fns:
         raise TypeError("timeline.kernels takes a dict {label: function of no arguments}, e.g. "
                         "{'SDPA': lambda: F.scaled_dot_product_attention(q, k, v)}" +
@@ -323,14 +326,35 @@ def kernels(fns: dict, *, bytes: dict | None = None, flush_l2: bool = True) -> d
         raise NeedsGPU(NEEDS_GPU)
     recorded = {}
     for label, fn in fns.items():
-        tl = recorded[label] = record(fn, label=label, flush_l2=flush_l2)
+        replay = _replay_of(fn) if graph else None
+        tl = recorded[label] = record(replay or fn, label=label, flush_l2=flush_l2)
         rate = (f" = {bytes[label] / tl.busy_us / 1e3:,.0f} GB/s" if label in bytes and tl.busy_us > 0 else "")
         print(f"{label}: {tl.count} kernel{'s' if tl.count != 1 else ''}, busy {tl.busy_us:,.1f} µs{rate} in a "
-              f"span of {tl.span_us:,.1f} µs")
+              f"span of {tl.span_us:,.1f} µs" + ("" if replay or not graph else " (could not be captured in a "
+                                                  "CUDA graph: launched from Python)"))
         print(tl.kernel_table())
     print(f"torch.profiler on {env.gpu_name()}: one call each, after warm-up calls"
-          + (", the L2 flushed before it" if flush_l2 else "") + "; µs: each kernel's time on the GPU")
+          + (", replayed from a CUDA graph" if graph else "") + (", the L2 flushed before it" if flush_l2 else "")
+          + "; µs: each kernel's time on the GPU")
     return recorded
+
+
+def _replay_of(fn):
+    """fn captured in a CUDA graph: a function that replays it. None if fn cannot be captured (a sync inside)."""
+    try:
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):      # compiles, tunes and allocates before the capture
+            fn()
+        torch.cuda.current_stream().wait_stream(side)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            fn()
+        torch.cuda.synchronize()
+    except Exception:  # noqa: BLE001  (not capturable: the caller records the call as it is)
+        torch.cuda.synchronize()
+        return None
+    return g.replay
 
 
 # --- drawing -----------------------------------------------------------------------------------------

@@ -230,3 +230,5 @@ def test_kernels_on_a_gpu_prints_each_kernel_s_grid(capsys):
     out = capsys.readouterr().out
     assert t.count == 2 and "two ops: 2 kernels" in out and "GB/s" in out and "L2 flushed" in out
     assert all(k.blocks and k.threads for k in t.kernels)
+    (g,) = timeline.kernels({"two ops": lambda: (x * 2) + 1}, graph=True).values()
+    assert g.count == 2 and "replayed from a CUDA graph" in capsys.readouterr().out
