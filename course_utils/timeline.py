@@ -3,6 +3,7 @@
     tl = timeline.record(lambda: chain(x))       # torch.profiler, GPU only
     tl.draw(); print(tl.summary())
     timeline.show({"eager": lambda: chain(x), "graph": g.replay})   # several rows, one time axis
+    timeline.kernels({"SDPA": lambda: sdpa(q, k, v)})   # which kernels one call ran: grid, block, µs each
 
 A row has two lanes: on top, the CPU calls that hand work to the GPU (cudaLaunchKernel,
 cuLaunchKernelEx for Triton, cudaGraphLaunch, ...); below, the kernels as the GPU ran them. The white
@@ -53,20 +54,47 @@ class Span:
     start_us: float
     dur_us: float
     grid: tuple | None = None     # a kernel's grid of thread blocks, when the trace records it
+    block: tuple | None = None    # threads of one block, (x, y, z), when the trace records it
+    registers: int | None = None  # registers per thread, when the trace records it
+    shared_bytes: int | None = None   # shared memory per block, static and dynamic, when recorded
 
     @property
     def blocks(self) -> int | None:
         """Thread blocks the kernel launched (None if unknown)."""
-        if not self.grid:
-            return None
-        n = 1
-        for g in self.grid:
-            n *= int(g)
-        return n
+        return _product(self.grid)
+
+    @property
+    def threads(self) -> int | None:
+        """Threads in one of its blocks (None if unknown)."""
+        return _product(self.block)
 
     @property
     def end_us(self) -> float:
         return self.start_us + self.dur_us
+
+
+def _product(dims) -> int | None:
+    if not dims:
+        return None
+    n = 1
+    for d in dims:
+        n *= int(d)
+    return n
+
+
+@dataclass
+class KernelRow:
+    """The calls of one kernel, with one grid and one block, in a recorded timeline: how many, and their time."""
+    name: str
+    grid: tuple | None
+    block: tuple | None
+    registers: int | None
+    shared_bytes: int | None
+    calls: int
+    us: float                     # device time, summed over the calls
+
+    blocks = property(lambda self: _product(self.grid))
+    threads = property(lambda self: _product(self.block))
 
 
 @dataclass
@@ -134,6 +162,35 @@ class Timeline:
     def busy_fraction(self) -> float:
         return self.busy_us / self.span_us if self.span_us > 0 else 0.0
 
+    def kernel_rows(self) -> list[KernelRow]:
+        """One row per kernel launched with one grid and block, in the order each first ran: calls and µs."""
+        rows: dict = {}
+        for k in self.kernels:
+            key = (k.name, k.grid, k.block)
+            if key in rows:
+                rows[key].calls += 1
+                rows[key].us += k.dur_us
+            else:
+                rows[key] = KernelRow(k.name, k.grid, k.block, k.registers, k.shared_bytes, 1, k.dur_us)
+        return list(rows.values())
+
+    def kernel_table(self, width: int = 60) -> str:
+        """The kernels as a text table: grid (blocks), threads a block, registers a thread, shared memory a
+        block, calls, µs on the GPU, and the kernel's name (shortened to `width`), one row per kernel_rows()."""
+        def dims(d):
+            return "-" if not d else "(" + ", ".join(str(int(x)) for x in d) + ")"
+
+        def num(v, f="{:,}"):
+            return "-" if v is None else f.format(v)
+        head = ["grid", "blocks", "threads", "regs", "smem KiB", "calls", "µs", "kernel"]
+        body = [[dims(r.grid), num(r.blocks), num(r.threads), num(r.registers),
+                 num(None if r.shared_bytes is None else r.shared_bytes / 1024, "{:.1f}"), str(r.calls),
+                 f"{r.us:,.1f}", _short(kernel_label(r.name), width)] for r in self.kernel_rows()]
+        widths = [max(len(row[i]) for row in [head] + body) for i in range(len(head) - 1)]
+        return "\n".join("  " + "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in
+                                         enumerate(zip(row[:-1], widths))) + "  " + row[-1]
+                         for row in [head] + body)
+
     def stats(self) -> dict:
         return {"kernels": self.count, "span_us": self.span_us, "busy_us": self.busy_us,
                 "gap_us": self.gap_us, "mean_gap_us": self.mean_gap_us, "busy_fraction": self.busy_fraction,
@@ -179,8 +236,7 @@ def from_chrome_trace(trace, label: str = "", source: str = "", measured: bool =
     kernels, launches = [], []
     for e in events:
         cat, name = e.get("cat", ""), str(e.get("name", ""))
-        grid = (e.get("args") or {}).get("grid")
-        span = Span(name, float(e["ts"]), float(e["dur"]), tuple(grid) if isinstance(grid, list) else None)
+        span = Span(name, float(e["ts"]), float(e["dur"]), *_launch_args(e.get("args") or {}))
         if cut is not None and span.start_us < cut:
             continue
         if cat in GPU_CATEGORIES:
@@ -193,23 +249,43 @@ def from_chrome_trace(trace, label: str = "", source: str = "", measured: bool =
     return Timeline(kernels, launches, label=label, source=source, measured=measured)
 
 
-def record(fn, *, label: str = "", warmup: int = 3) -> Timeline:
+def _launch_args(args: dict) -> tuple:
+    """(grid, block, registers, shared bytes) from a kernel event's args, None where the trace has none."""
+    def dims(v):
+        return tuple(int(x) for x in v) if isinstance(v, (list, tuple)) and v else None
+
+    def whole(v):
+        return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+    return dims(args.get("grid")), dims(args.get("block")), whole(args.get("registers per thread")), \
+        whole(args.get("shared memory"))
+
+
+L2_FLUSH_BYTES = 256 * 2**20   # written before the kept call when flush_l2: more than any GPU's L2 (an H200's: 60 MiB)
+
+
+def record(fn, *, label: str = "", warmup: int = 3, flush_l2: bool = False) -> Timeline:
     """Run fn() `warmup` times, then twice under torch.profiler, and return the second call's timeline.
 
     GPU only: raises NeedsGPU elsewhere. The warm-up calls pay for compilation, autotuning and the
     caching allocator; the first profiled call pays the profiler's own first-time costs (it can make
-    one launch call look a millisecond long); the second is the one drawn."""
+    one launch call look a millisecond long); the second is the one drawn. flush_l2: write 256 MiB
+    just before the kept call (outside the kept part), so that it finds none of its inputs in the L2
+    cache, as triton's do_bench does before each timed call."""
     if env.DEVICE != "cuda":
         raise NeedsGPU(NEEDS_GPU)
     from torch.profiler import ProfilerActivity, profile, record_function
     for _ in range(warmup):
         fn()
+    scratch = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device="cuda") if flush_l2 else None
     torch.cuda.synchronize()
     with warnings.catch_warnings():
         # the profiler warns that it "clears events at the end of each cycle": true, and no concern here
         warnings.simplefilter("ignore", UserWarning)
         with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
             for name in ("timeline: first call, not kept", MARK):
+                if name == MARK and scratch is not None:
+                    scratch.zero_()
+                    torch.cuda.synchronize()
                 with record_function(name):
                     fn()
                 torch.cuda.synchronize()   # the kept call starts on an idle GPU
@@ -218,6 +294,67 @@ def record(fn, *, label: str = "", warmup: int = 3) -> Timeline:
             prof.export_chrome_trace(path)
             return from_chrome_trace(path, label=label, after=MARK,
                                      source=f"recorded with torch.profiler on {env.gpu_name()}")
+
+
+def kernels(fns: dict, *, bytes: dict | None = None, flush_l2: bool = True, graph: bool = False) -> dict:
+    """Which kernels one call of each function runs on the GPU, and how: printed, one table per function.
+
+    fns: {label: function of no arguments}. For each, one call is recorded as `record` records it (warm-up
+    calls first, the L2 flushed before the kept call unless flush_l2=False) and printed: a line with the
+    kernels' count, their busy time and the span from the first one's start to the last one's end (the
+    difference is time between kernels), then a row per kernel: its grid and block as the profiler saw
+    them (blocks in all, threads a block), registers a thread, shared memory a block, calls, µs on the
+    GPU, name. bytes: {label: bytes the call must move}, to add GB/s over the busy time. graph=True
+    captures each call in a CUDA graph and records a replay of it, so that no kernel waits for Python to
+    launch it: what is left between kernels is the GPU's own hand-over (a call that cannot be captured is
+    recorded as it is, and its line says so). Returns {label: Timeline}. GPU only: raises NeedsGPU
+    elsewhere. What a library runs (cuDNN, cuBLAS, Inductor's kernels) is read here from the GPU, not
+    from its documentation."""
+    if not isinstance(fns, dict) or not fns:
+        raise TypeError("timeline.kernels takes a dict {label: function of no arguments}, e.g. "
+                        "{'SDPA': lambda: F.scaled_dot_product_attention(q, k, v)}" +
+                        ("" if isinstance(fns, dict) else f", not {type(fns).__name__}"))
+    for label, fn in fns.items():
+        if not callable(fn):
+            raise TypeError(f"timeline.kernels: fns[{label!r}] is a {type(fn).__name__}, not a function: "
+                            "give a function of no arguments, e.g. lambda: f(x)")
+    bytes = bytes or {}
+    unknown = [label for label in bytes if label not in fns]
+    if unknown:
+        raise ValueError(f"timeline.kernels: bytes has {unknown}, which fns does not; its labels are {list(fns)}")
+    if env.DEVICE != "cuda":
+        raise NeedsGPU(NEEDS_GPU)
+    recorded = {}
+    for label, fn in fns.items():
+        replay = _replay_of(fn) if graph else None
+        tl = recorded[label] = record(replay or fn, label=label, flush_l2=flush_l2)
+        rate = (f" = {bytes[label] / tl.busy_us / 1e3:,.0f} GB/s" if label in bytes and tl.busy_us > 0 else "")
+        print(f"{label}: {tl.count} kernel{'s' if tl.count != 1 else ''}, busy {tl.busy_us:,.1f} µs{rate} in a "
+              f"span of {tl.span_us:,.1f} µs" + ("" if replay or not graph else " (could not be captured in a "
+                                                  "CUDA graph: launched from Python)"))
+        print(tl.kernel_table())
+    print(f"torch.profiler on {env.gpu_name()}: one call each, after warm-up calls"
+          + (", replayed from a CUDA graph" if graph else "") + (", the L2 flushed before it" if flush_l2 else "")
+          + "; µs: each kernel's time on the GPU")
+    return recorded
+
+
+def _replay_of(fn):
+    """fn captured in a CUDA graph: a function that replays it. None if fn cannot be captured (a sync inside)."""
+    try:
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):      # compiles, tunes and allocates before the capture
+            fn()
+        torch.cuda.current_stream().wait_stream(side)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            fn()
+        torch.cuda.synchronize()
+    except Exception:  # noqa: BLE001  (not capturable: the caller records the call as it is)
+        torch.cuda.synchronize()
+        return None
+    return g.replay
 
 
 # --- drawing -----------------------------------------------------------------------------------------

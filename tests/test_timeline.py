@@ -1,6 +1,7 @@
 """course_utils.timeline: the stats and the Gantt chart from synthetic events, the parsing of a
 torch.profiler Chrome trace, and what it says and draws where there is no GPU."""
 import json
+from pathlib import Path
 
 import matplotlib
 matplotlib.use("Agg")
@@ -58,7 +59,7 @@ def _trace():
            "args": {"grid": [1, 1, 1], "block": [128, 1, 1]}},
           {"ph": "X", "cat": "cuda_driver", "name": "cuLaunchKernelEx", "ts": base + 112, "dur": 6},
           {"ph": "X", "cat": "kernel", "name": "tiny_chain_kernel", "ts": base + 120, "dur": 1.0,
-           "args": {"grid": [4, 1, 1]}},
+           "args": {"grid": [4, 1, 1], "block": []}},
           {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy DtoD", "ts": base + 125, "dur": 2.0},
           {"ph": "X", "cat": "cuda_runtime", "name": "cudaDeviceSynchronize", "ts": base + 113, "dur": 20},
           {"ph": "f", "cat": "ac2g", "name": "ac2g", "ts": base + 110, "id": 8},
@@ -75,7 +76,59 @@ def test_from_chrome_trace_keeps_gpu_work_and_launch_calls_after_the_mark(tmp_pa
         assert [s.name for s in t.launches] == ["cudaLaunchKernel", "cuLaunchKernelEx"]  # not the synchronize
         assert t.launches[0].start_us == 0 and t.kernels[0].start_us == pytest.approx(8.0)
         assert [k.blocks for k in t.kernels] == [1, 4, None]
+        assert [k.threads for k in t.kernels] == [128, None, None]
         assert t.count == 3 and t.gap_us == pytest.approx(8.8 + 4.0)
+
+
+# Two calls of SDPA at lab 5's shape, in the shape torch.profiler exports them (the file says what is recorded
+# in it and what is a placeholder): at B = 1 a split kernel on a (32, 8, 1) grid and a second kernel that
+# combines the pieces, at B = 32 one kernel.
+SDPA_TRACES = json.loads((Path(__file__).parent / "sdpa_decode_trace_sample.json").read_text())
+
+
+def test_a_profile_reads_each_kernel_s_grid_block_registers_and_shared_memory():
+    b1 = timeline.from_chrome_trace(SDPA_TRACES["SDPA, B = 1"], after=timeline.MARK)
+    assert b1.count == 2 and len(b1.launches) == 2             # the L2 flush before the mark is left out
+    split, combine = b1.kernel_rows()
+    assert split.grid == (32, 8, 1) and split.blocks == 256 and split.calls == 1
+    assert split.blocks // 8 == 32                             # 8 KV heads: 32 pieces of the keys each
+    assert combine.grid != split.grid
+    assert split.threads == split.block[0] * split.block[1] * split.block[2]
+    assert all(isinstance(r.registers, int) and isinstance(r.shared_bytes, int) for r in (split, combine))
+    assert b1.busy_us == pytest.approx(split.us + combine.us) and b1.span_us > b1.busy_us
+    (one,) = timeline.from_chrome_trace(SDPA_TRACES["SDPA, B = 32"], after=timeline.MARK).kernel_rows()
+    assert one.blocks == 1056 and one.calls == 1               # one kernel: no pieces to combine
+
+
+def test_kernel_rows_group_calls_of_one_kernel_and_grid_in_order_of_first_run():
+    t = Timeline([Span("b", 0, 2, (4, 1, 1), (128, 1, 1)), Span("a", 3, 1, (2, 1, 1)),
+                  Span("b", 5, 3, (4, 1, 1), (128, 1, 1)), Span("b", 9, 1, (8, 1, 1), (128, 1, 1))])
+    rows = t.kernel_rows()
+    assert [(r.name, r.grid, r.calls, r.us) for r in rows] == [("b", (4, 1, 1), 2, 5.0), ("a", (2, 1, 1), 1, 1.0),
+                                                                ("b", (8, 1, 1), 1, 1.0)]
+    assert rows[1].threads is None and rows[0].threads == 128
+
+
+def test_kernel_table_prints_grid_blocks_threads_time_and_a_short_name():
+    b1 = timeline.from_chrome_trace(SDPA_TRACES["SDPA, B = 1"], after=timeline.MARK)
+    head, first, second = b1.kernel_table(width=30).splitlines()
+    assert head.split() == ["grid", "blocks", "threads", "regs", "smem", "KiB", "calls", "µs", "kernel"]
+    cells = first.split()
+    assert cells[:4] == ["(32,", "8,", "1)", "256"] and cells[-2] == f"{b1.kernels[0].dur_us:,.1f}"
+    assert len(cells[-1]) == 30 and cells[-1].endswith("…")
+    assert Timeline([Span("k", 0, 1)]).kernel_table().splitlines()[1].split()[:5] == ["-"] * 5
+
+
+def test_kernels_refuses_what_it_cannot_profile():
+    with pytest.raises(TypeError, match="dict"):
+        timeline.kernels(lambda: None)
+    with pytest.raises(TypeError, match="not a function"):
+        timeline.kernels({"x": 3})
+    with pytest.raises(ValueError, match="bytes has"):
+        timeline.kernels({"x": lambda: None}, bytes={"y": 1})
+    if DEVICE != "cuda":
+        with pytest.raises(timeline.NeedsGPU, match="No GPU here"):
+            timeline.kernels({"x": lambda: None})
 
 
 def test_without_the_mark_everything_is_kept():
@@ -168,3 +221,14 @@ def test_record_on_a_gpu_sees_each_kernel_and_its_launch():
     assert all(k.blocks == 1 for k in t.kernels)
     assert t.launches[0].start_us == 0 and t.kernels[0].start_us > 0
     assert "3 kernels" in t.summary() and t.measured
+
+
+@pytest.mark.skipif(DEVICE != "cuda", reason="records a real trace: needs a GPU")
+def test_kernels_on_a_gpu_prints_each_kernel_s_grid(capsys):
+    x = torch.randn(1 << 20, device="cuda")
+    (t,) = timeline.kernels({"two ops": lambda: (x * 2) + 1}, bytes={"two ops": 4 * x.numel() * 4}).values()
+    out = capsys.readouterr().out
+    assert t.count == 2 and "two ops: 2 kernels" in out and "GB/s" in out and "L2 flushed" in out
+    assert all(k.blocks and k.threads for k in t.kernels)
+    (g,) = timeline.kernels({"two ops": lambda: (x * 2) + 1}, graph=True).values()
+    assert g.count == 2 and "replayed from a CUDA graph" in capsys.readouterr().out

@@ -1,0 +1,53 @@
+"""course_utils.recorded: a cell's output in the recorded GPU runs, shown under a line naming the GPU and the
+date, from made-up runs and from the course's own; one line where there is none; a clear error on bad input."""
+import json
+
+import pytest
+
+from course_utils import recorded
+
+
+def _run(folder, device, cells, date="2026-11-28 13:46 UTC"):
+    folder.mkdir(parents=True, exist_ok=True)
+    nb = {"cells": cells, "metadata": {"gpu_run": {"device": device, "date": date, "torch": "2.11.0+cu130"}},
+          "nbformat": 4, "nbformat_minor": 5}
+    (folder / "lab9_made_up.ipynb").write_text(json.dumps(nb))
+
+
+def _cell(cell_id, *outputs):
+    return {"cell_type": "code", "id": cell_id, "source": "", "metadata": {}, "outputs": list(outputs)}
+
+
+STREAM = {"output_type": "stream", "name": "stdout", "text": ["SDPA, B = 1: 2 kernels\n", "  (32, 8, 1)  256\n"]}
+RESULT = {"output_type": "execute_result", "data": {"text/plain": "13 of 13 passed"}, "metadata": {}}
+FIGURE = {"output_type": "display_data", "data": {"text/plain": "<Figure size 640x480 with 1 Axes>"}, "metadata": {}}
+
+
+def test_every_gpu_run_with_the_cell_is_shown_labelled(tmp_path, capsys):
+    _run(tmp_path / "nvidia-h100-80gb-hbm3" / "labs", "NVIDIA H100 80GB HBM3", [_cell("other")], "2026-11-27")
+    _run(tmp_path / "nvidia-h200" / "labs", "NVIDIA H200", [_cell("profile", STREAM, RESULT, FIGURE)])
+    _run(tmp_path / "cpu" / "labs", "cpu", [_cell("profile", STREAM)])          # a run without a GPU: not shown
+    (out,) = recorded.show("labs/lab9_made_up", "profile", runs=tmp_path)
+    assert out.device == "NVIDIA H200" and out.text == "SDPA, B = 1: 2 kernels\n  (32, 8, 1)  256\n13 of 13 passed"
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0] == ("No GPU here. Recorded on NVIDIA H200, 2026-11-28 13:46 UTC (torch 2.11.0+cu130), "
+                          "by tools/gpu_run.py: that GPU's output, not this machine's:")
+    assert printed[1:] == ["  SDPA, B = 1: 2 kernels", "    (32, 8, 1)  256", "  13 of 13 passed"]
+
+
+def test_no_run_of_the_cell_is_one_line(tmp_path, capsys):
+    assert recorded.show("labs/lab9_made_up", "profile", runs=tmp_path / "nowhere") == []
+    (line,) = capsys.readouterr().out.splitlines()
+    assert line.startswith("No GPU here, and no recorded GPU run of this cell")
+    assert "docs/gpu-results/notebooks/" in line
+
+
+def test_bad_arguments_say_what_to_pass():
+    with pytest.raises(TypeError, match="two strings"):
+        recorded.outputs("labs/lab5_flash_decoding", 3)
+
+
+def test_the_course_s_own_runs_are_found():
+    runs = recorded.outputs("labs/lab5_flash_decoding", "lab5-hook-code")
+    assert {r.device for r in runs} >= {"NVIDIA H100 80GB HBM3", "NVIDIA H200"}
+    assert all("SDPA, B =  1:" in r.text for r in runs)
