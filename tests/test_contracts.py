@@ -7,6 +7,7 @@ those names; a checker that makes bad calls (each to be refused with a ValueErro
 named the same way. The contract is the stub cells of the exercise (its code cells with a solution region, after
 the previous exercise's check cell) and the markdown cells right before each. The notebooks are parsed,
 not run."""
+import contextlib
 import importlib
 import re
 from pathlib import Path
@@ -14,6 +15,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from course_utils import environment
 from course_utils.check import _core
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -60,11 +62,31 @@ def named(name: str, text: str) -> bool:
     return re.search(r"(?<![\w])" + re.escape(phrase) + r"(?![\w])", text) is not None
 
 
-def cases_of(kind: str, name: str):
+@contextlib.contextmanager
+def sizes_of(module, gpu: bool):
+    """The checker's module as it reads on a GPU (gpu=True) or on the CPU: its sizes come from pick(), read when
+    it is imported; afterwards, as it was."""
+    if gpu == (environment.ON_GPU and not environment.INTERPRET):
+        yield module
+        return
+    held = environment.ON_GPU, environment.INTERPRET
+    environment.ON_GPU, environment.INTERPRET = gpu, not gpu
+    try:
+        yield importlib.reload(module)
+    finally:
+        environment.ON_GPU, environment.INTERPRET = held
+        importlib.reload(module)
+
+
+def cases_of(kind: str, name: str, gpu: bool | None = None):
+    """(the checker's module, its cases): on this machine, or as a GPU (gpu=True) or the CPU would try them."""
     import course_utils.check as check
     import course_utils.grade as grade
     fn = getattr(check if kind == "check" else grade, name)
     module = importlib.import_module(getattr(fn, "__wrapped__", fn).__module__)
+    if gpu is not None:
+        with sizes_of(module, gpu):
+            return module, cases_of(kind, name)[1]
     cases = getattr(module, "CASES", None)
     assert cases is not None, f"{module.__name__} declares no CASES: what does {kind}.{name} try?"
     if isinstance(cases, dict):
@@ -83,11 +105,25 @@ def test_every_exercise_is_found():
     assert all(p.values[3] for p in EXERCISES), "an exercise without a stub cell"
 
 
+def every_item_named(name: str, text: str) -> bool:
+    """A list of sizes ("n = 1000, 1, 37 and 1048593") whose items are each named in the text: how a contract
+    gives a GPU's sizes, beside the CPU's ("4095 (1048593 on a GPU)")."""
+    head, _, items = name.rpartition("= ") if "= " in name else ("", "", name)
+    parts = [p.strip() for p in re.split(r",| and ", items) if p.strip()]
+    if parts and not named(parts[-1], text):           # "... and 100003 elements": the unit follows the last
+        last, _, unit = parts[-1].partition(" ")
+        parts[-1:] = [last] + ([unit] if unit else [])
+    return all(named(p, text) for p in parts) and (not head or named(head.strip(), text))
+
+
 @pytest.mark.parametrize("path, kind, name, stubs", EXERCISES)
 def test_every_case_the_checker_tries_is_named_in_the_contract(path, kind, name, stubs):
-    module, cases = cases_of(kind, name)
+    # the CPU's cases as the contract lists them; a GPU's, whose sizes differ, each named (on either machine)
     text = contract(path, stubs)
+    module, cases = cases_of(kind, name, gpu=False)
     missing = [case for case, _ in cases if not named(case, text)]
+    _, on_gpu = cases_of(kind, name, gpu=True)
+    missing += [f"{case} (on a GPU)" for case, _ in on_gpu if not named(case, text) and not every_item_named(case, text)]
     assert not missing, (f"{kind}.{name} ({module.__name__}) tries what the contract of {path.name} does not "
                          f"name: {missing}")
 
@@ -107,3 +143,7 @@ def test_a_case_the_contract_leaves_out_is_caught():
     assert named(module.FALLING, text)
     assert not named(module.FALLING, text.replace("scores that fall steadily", "scores that fall"))
     assert not named("n = 1", "n = 1000, 37") and named("n = 1", "sizes n = 1, 37")
+    # a GPU's sizes, given beside the CPU's: each must be there
+    gpu = "n = 1000, 1, 37, 1025 and 1048593"
+    assert every_item_named(gpu, "tries n = 1000, 1, 37, 1025 and 4095 (1048593 on a gpu)")
+    assert not every_item_named(gpu, "tries n = 1000, 1, 37, 1025 and 4095")
