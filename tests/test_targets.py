@@ -27,14 +27,15 @@ def test_parity_within_the_tolerance_only_where_the_reference_is_at_the_ceiling(
     assert not t.judge(mine_ms=1.05, ref_ms=1.0, ref_share=0.97).ok   # 5 % slower is past the band
 
 
-def test_every_text_names_the_gpu():
+def test_every_text_names_the_gpu(monkeypatch):
     t = TARGETS["lab5.vs_sdpa"]
     assert "both timed now on NVIDIA H200" in t.text("NVIDIA H200")
     assert "NVIDIA H200" in t.judge(1.0, 1.0, gpu="NVIDIA H200").text
     share = TARGETS["lab2.bwd_of_copy"]
     assert "the ceiling measured on NVIDIA H100" in share.judge(1.0, 0.8, gpu="NVIDIA H100").text
     assert "80 % of the copy ceiling" in share.judge(1.0, 0.8, gpu="x").text
-    assert "the GPU at hand" in t.text()                       # the interpreter: no GPU name to give
+    monkeypatch.setattr(targets.env, "ON_GPU", False)           # the interpreter: no GPU name to give
+    assert "the GPU at hand" in t.text()
 
 
 def test_percent_targets_show_and_compare_percentages():
@@ -51,8 +52,11 @@ def test_every_target_says_why():
     assert all(t.why and t.ratio > 0 for t in targets.TARGETS.values())
 
 
-def test_a_graded_row_without_a_gpu_is_not_measured_and_names_no_number():
+def test_a_graded_row_without_a_gpu_is_not_measured_and_names_no_number(monkeypatch):
+    from course_utils.grade import _card
     from course_utils.grade._card import NOT_MEASURED, Scorecard
+    monkeypatch.setattr(_card, "ON_GPU", False)                 # as on the CPU, on any machine
+    monkeypatch.setattr(targets.env, "ON_GPU", False)
     card = Scorecard("t")
     called = []
     assert card.against("B = 1: against SDPA", TARGETS["lab5.b1_vs_sdpa"], lambda: called.append(1)) is None
@@ -61,8 +65,9 @@ def test_a_graded_row_without_a_gpu_is_not_measured_and_names_no_number():
     assert row.target.startswith("≥ 1× the speed of SDPA, both timed now on")
 
 
-def test_tune_without_a_gpu_times_nothing_and_takes_the_first_candidate():
-    from course_utils import tune
+def test_tune_without_a_gpu_times_nothing_and_takes_the_first_candidate(monkeypatch):
+    from course_utils import bench, tune
+    monkeypatch.setattr(bench, "on_gpu", lambda: False)          # as on the CPU, on any machine
     made = []
     cands = [dict(splits=4), dict(splits=8)]
     assert tune.fastest("test.x", [1, 2], cands, lambda c, *a: made.append(c), ()) == cands[0]
