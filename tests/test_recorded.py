@@ -1,10 +1,11 @@
 """course_utils.recorded: a cell's output in the recorded GPU runs, shown under a line naming the GPU and the
 date, from made-up runs and from the course's own; one line where there is none; a clear error on bad input."""
 import json
+from pathlib import Path
 
 import pytest
 
-from course_utils import recorded
+from course_utils import recorded, timeline
 
 
 def _run(folder, device, cells, date="2026-11-28 13:46 UTC"):
@@ -51,3 +52,16 @@ def test_the_course_s_own_runs_are_found():
     runs = recorded.outputs("labs/lab5_flash_decoding", "lab5-hook-code")
     assert {r.device for r in runs} >= {"NVIDIA H100 80GB HBM3", "NVIDIA H200"}
     assert all("SDPA, B =  1:" in r.text for r in runs)
+
+
+def test_the_recorded_sdpa_trace_is_the_h200_run_s_profile():
+    # tests/sdpa_decode_trace_sample.json (SDPA at lab 5's shape, torch.profiler on an H200, read by
+    # test_timeline.py) holds the kernels that the recorded H200 run of lab 5 printed, call by call, in order
+    traces = json.loads((Path(__file__).parent / "sdpa_decode_trace_sample.json").read_text())
+    (run,) = [r for r in recorded.outputs("labs/lab5_flash_decoding", "lab5-sdpa-kernels") if r.device == "NVIDIA H200"]
+    for label in ("SDPA, B = 1", "SDPA, B = 32"):
+        rows = timeline.from_chrome_trace(traces[label], after=timeline.MARK).kernel_rows()
+        table = run.text.split(label + ":")[1].splitlines()
+        assert table[0].startswith(f" {len(rows)} kernel")
+        printed = [line.split()[-1].rstrip("…") for line in table[2:2 + len(rows)]]
+        assert [timeline.kernel_label(r.name)[:len(p)] for r, p in zip(rows, printed)] == printed

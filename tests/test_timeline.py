@@ -59,7 +59,7 @@ def _trace():
            "args": {"grid": [1, 1, 1], "block": [128, 1, 1]}},
           {"ph": "X", "cat": "cuda_driver", "name": "cuLaunchKernelEx", "ts": base + 112, "dur": 6},
           {"ph": "X", "cat": "kernel", "name": "tiny_chain_kernel", "ts": base + 120, "dur": 1.0,
-           "args": {"grid": [4, 1, 1], "block": []}},
+           "args": {"grid": [4, 1, 1], "block": [], "registers per thread": 32, "shared memory": 16640}},
           {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy DtoD", "ts": base + 125, "dur": 2.0},
           {"ph": "X", "cat": "cuda_runtime", "name": "cudaDeviceSynchronize", "ts": base + 113, "dur": 20},
           {"ph": "f", "cat": "ac2g", "name": "ac2g", "ts": base + 110, "id": 8},
@@ -77,27 +77,28 @@ def test_from_chrome_trace_keeps_gpu_work_and_launch_calls_after_the_mark(tmp_pa
         assert t.launches[0].start_us == 0 and t.kernels[0].start_us == pytest.approx(8.0)
         assert [k.blocks for k in t.kernels] == [1, 4, None]
         assert [k.threads for k in t.kernels] == [128, None, None]
+        assert [(k.registers, k.shared_bytes) for k in t.kernels] == [(None, None), (32, 16640), (None, None)]
         assert t.count == 3 and t.gap_us == pytest.approx(8.8 + 4.0)
 
 
-# Two calls of SDPA at lab 5's shape, in the shape torch.profiler exports them (the file says what is recorded
-# in it and what is a placeholder): at B = 1 a split kernel on a (32, 8, 1) grid and a second kernel that
-# combines the pieces, at B = 32 one kernel.
+# Two calls of SDPA at lab 5's shape on an H200, as torch.profiler recorded them (the file says how): at B = 1
+# cuDNN's flash kernel and a reduction kernel, at B = 32 the flash kernel alone. Its events carry no launch
+# arguments (no grid, block, registers or shared memory).
 SDPA_TRACES = json.loads((Path(__file__).parent / "sdpa_decode_trace_sample.json").read_text())
+FLASH = "cudnn_generated_fort_native_sdpa_sm80_flash_fprop_wmma_f16_"
 
 
-def test_a_profile_reads_each_kernel_s_grid_block_registers_and_shared_memory():
+def test_a_recorded_profile_keeps_the_marked_call_s_kernels_and_launches():
     b1 = timeline.from_chrome_trace(SDPA_TRACES["SDPA, B = 1"], after=timeline.MARK)
-    assert b1.count == 2 and len(b1.launches) == 2             # the L2 flush before the mark is left out
-    split, combine = b1.kernel_rows()
-    assert split.grid == (32, 8, 1) and split.blocks == 256 and split.calls == 1
-    assert split.blocks // 8 == 32                             # 8 KV heads: 32 pieces of the keys each
-    assert combine.grid != split.grid
-    assert split.threads == split.block[0] * split.block[1] * split.block[2]
-    assert all(isinstance(r.registers, int) and isinstance(r.shared_bytes, int) for r in (split, combine))
-    assert b1.busy_us == pytest.approx(split.us + combine.us) and b1.span_us > b1.busy_us
+    assert b1.count == 2 and len(b1.launches) == 2     # the L2 flush and the first call, before the mark, left out
+    flash, reduce = b1.kernel_rows()
+    assert flash.name.startswith(FLASH) and "lean_reduction_kernel" in reduce.name
+    assert (flash.calls, reduce.calls) == (1, 1)
+    assert (flash.us, reduce.us) == (pytest.approx(15.648), pytest.approx(2.688))
+    assert b1.busy_us == pytest.approx(15.648 + 2.688) and b1.span_us == pytest.approx(19.456, abs=1e-3)
+    assert (flash.grid, flash.blocks, flash.threads, flash.registers) == (None, None, None, None)   # none recorded
     (one,) = timeline.from_chrome_trace(SDPA_TRACES["SDPA, B = 32"], after=timeline.MARK).kernel_rows()
-    assert one.blocks == 1056 and one.calls == 1               # one kernel: no pieces to combine
+    assert one.name.startswith(FLASH) and one.calls == 1 and one.us == pytest.approx(242.814)
 
 
 def test_kernel_rows_group_calls_of_one_kernel_and_grid_in_order_of_first_run():
@@ -110,13 +111,17 @@ def test_kernel_rows_group_calls_of_one_kernel_and_grid_in_order_of_first_run():
 
 
 def test_kernel_table_prints_grid_blocks_threads_time_and_a_short_name():
-    b1 = timeline.from_chrome_trace(SDPA_TRACES["SDPA, B = 1"], after=timeline.MARK)
-    head, first, second = b1.kernel_table(width=30).splitlines()
+    t = Timeline([Span(FLASH + "knob_35_kernel0_0", 0, 15.9, (32, 8, 1), (128, 1, 1), 183, 86323),
+                  Span("lean_reduction_kernel", 16, 3.0, (1, 32, 1), (256, 1, 1), 32, 16589)])
+    head, first, second = t.kernel_table(width=30).splitlines()
     assert head.split() == ["grid", "blocks", "threads", "regs", "smem", "KiB", "calls", "µs", "kernel"]
     cells = first.split()
-    assert cells[:4] == ["(32,", "8,", "1)", "256"] and cells[-2] == f"{b1.kernels[0].dur_us:,.1f}"
+    assert cells[:-1] == ["(32,", "8,", "1)", "256", "128", "183", "84.3", "1", "15.9"]
     assert len(cells[-1]) == 30 and cells[-1].endswith("…")
-    assert Timeline([Span("k", 0, 1)]).kernel_table().splitlines()[1].split()[:5] == ["-"] * 5
+    assert second.split()[3:] == ["32", "256", "32", "16.2", "1", "3.0", "lean_reduction_kernel"]
+    b1 = timeline.from_chrome_trace(SDPA_TRACES["SDPA, B = 1"], after=timeline.MARK)   # no launch arguments
+    assert [row.split()[:5] + row.split()[-2:-1] for row in b1.kernel_table().splitlines()[1:]] == \
+        [["-"] * 5 + ["15.6"], ["-"] * 5 + ["2.7"]]
 
 
 def test_kernels_refuses_what_it_cannot_profile():
