@@ -64,8 +64,8 @@ def trimmed_trace(fn) -> dict:
         if e.get("ph") != "X" or e.get("cat") not in timeline.GPU_CATEGORIES + timeline.CPU_CATEGORIES + (
                 "user_annotation", "gpu_user_annotation"):
             continue
+        args = {k: v for k, v in (e.get("args") or {}).items() if k in KEEP_ARGS}   # before the event is cut
         e = {k: e[k] for k in ("ph", "cat", "name", "pid", "tid", "ts", "dur") if k in e}
-        args = {k: v for k, v in (e.get("args") or {}).items() if k in KEEP_ARGS}
         kept.append({**e, **({"args": args} if args else {})})
     return {"schemaVersion": 1, "traceEvents": kept}
 
