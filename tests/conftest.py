@@ -30,3 +30,11 @@ os.environ.setdefault("COURSE_TIMING", "off")
 # Importing course_utils first puts Triton in interpreter mode on a machine without a GPU,
 # before any test module defines a kernel.
 import course_utils  # noqa: E402,F401
+
+
+def pytest_configure(config):
+    """On a GPU, the card's ceilings are measured here, once, before any worker starts: measured while
+    workers share the GPU, they would come out low, and a notebook's kernel would then beat its "bound".
+    The notebooks and tests read them from the cache (bench.ceilings)."""
+    if not hasattr(config, "workerinput") and course_utils.ON_GPU and not course_utils.INTERPRET:
+        course_utils.bench.ceilings()

@@ -17,6 +17,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+import course_utils as cu
 import nbrun
 
 ROOT = nbrun.ROOT
@@ -26,6 +27,7 @@ if not hasattr(gen, "student_notebook"):
     _spec.loader.exec_module(gen)
 SOLUTIONS = [src for src, _ in gen.targets()]
 WIDGET = "application/vnd.jupyter.widget-view+json"
+ON_GPU = cu.ON_GPU and not cu.INTERPRET
 
 
 def errors(cells) -> list[str]:
@@ -76,6 +78,11 @@ class _LiveStudentPath:
         if any("predict." in c.source or "hints.offer" in c.source for c in first):
             assert any(WIDGET in o.get("data", {}) for c in first for o in c.get("outputs", [])), \
                 f"{name}: no widget was displayed on the live path"
+        if ON_GPU:
+            # What a GPU prints is measured, and a second run measures again: which goal is met, which row of an
+            # Nsight Compute table is starred, a unit, how many kernels a library launched. The two runs' texts
+            # are compared on the CPU, where the same cells print models and counts and every word repeats.
+            return
         diff = [(i, a, b) for i, (a, b) in enumerate(zip(texts(first), texts(second))) if a != b]
         assert not diff, f"{name}: a second Run All printed something else:\n" + "\n".join(
             f"  cell {i}:\n    first:  {a[:300]!r}\n    second: {b[:300]!r}" for i, a, b in diff[:3])
