@@ -5,6 +5,14 @@ import torch
 import triton
 import triton.language as tl
 
+
+def warps_for(block):
+    # as lessons 06 and 08 launch their kernels: about 16 fp32 values of a row per thread, 4 to 32 warps. At the
+    # default 4 warps a block of 2**19 is 4,096 values a thread: on an H200 the first test of
+    # test_check_online.py, which passes such blocks, had not finished after 200 s
+    return min(32, max(4, block // 512))
+
+
 # mistakes, picked by a constexpr so that one kernel holds every variant (tl.constexpr: a compiled
 # kernel may read a global only if it is one)
 RIGHT, NOT_RESCALED, INVERTED, NAN_CHUNK, PAD_ZERO, LAST_MAX, M_FROM_ZERO, SHORT_WALK = map(tl.constexpr, range(8))
@@ -55,7 +63,8 @@ def _online_kernel(x_ptr, y_ptr, N, BLOCK: tl.constexpr, MISTAKE: tl.constexpr):
 def _online(x, block=1024, mistake=RIGHT):
     y = torch.empty_like(x)
     M, N = x.shape
-    _online_kernel[(M,)](x, y, N, BLOCK=min(block, triton.next_power_of_2(N)), MISTAKE=mistake.value)
+    BLOCK = min(block, triton.next_power_of_2(N))
+    _online_kernel[(M,)](x, y, N, BLOCK=BLOCK, num_warps=warps_for(BLOCK), MISTAKE=mistake.value)
     return y
 
 
@@ -106,14 +115,16 @@ def _lanes_kernel(x_ptr, y_ptr, N, BLOCK: tl.constexpr, GUARD: tl.constexpr = Tr
 def online_softmax_lanes(x, block=2048):
     """Right, written differently: per-lane running max and sum, blocks of 2048."""
     y = torch.empty_like(x)
-    _lanes_kernel[(x.shape[0],)](x, y, x.shape[1], BLOCK=min(block, triton.next_power_of_2(x.shape[1])))
+    BLOCK = min(block, triton.next_power_of_2(x.shape[1]))
+    _lanes_kernel[(x.shape[0],)](x, y, x.shape[1], BLOCK=BLOCK, num_warps=warps_for(BLOCK))
     return y
 
 
 def lanes_unguarded(x, block=2048):
     """Wrong: per-lane running max and sum with no -inf guard; a lane that sees only padding is NaN."""
     y = torch.empty_like(x)
-    _lanes_kernel[(x.shape[0],)](x, y, x.shape[1], BLOCK=min(block, triton.next_power_of_2(x.shape[1])),
+    BLOCK = min(block, triton.next_power_of_2(x.shape[1]))
+    _lanes_kernel[(x.shape[0],)](x, y, x.shape[1], BLOCK=BLOCK, num_warps=warps_for(BLOCK),
                                  GUARD=False)
     return y
 
@@ -141,7 +152,8 @@ def _three_pass_kernel(x_ptr, y_ptr, N, BLOCK: tl.constexpr):
 def three_pass(x, block=4096):
     """Right numbers, 3 reads + 1 write: over the byte budget."""
     y = torch.empty_like(x)
-    _three_pass_kernel[(x.shape[0],)](x, y, x.shape[1], BLOCK=min(block, triton.next_power_of_2(x.shape[1])))
+    BLOCK = min(block, triton.next_power_of_2(x.shape[1]))
+    _three_pass_kernel[(x.shape[0],)](x, y, x.shape[1], BLOCK=BLOCK, num_warps=warps_for(BLOCK))
     return y
 
 
@@ -162,7 +174,8 @@ def _no_max_kernel(x_ptr, y_ptr, N, BLOCK: tl.constexpr):
 def no_max(x, block=1024):
     """Wrong: the unsafe two-pass softmax, exp(x) / sum(exp(x)), which overflows on large values."""
     y = torch.empty_like(x)
-    _no_max_kernel[(x.shape[0],)](x, y, x.shape[1], BLOCK=min(block, triton.next_power_of_2(x.shape[1])))
+    BLOCK = min(block, triton.next_power_of_2(x.shape[1]))
+    _no_max_kernel[(x.shape[0],)](x, y, x.shape[1], BLOCK=BLOCK, num_warps=warps_for(BLOCK))
     return y
 
 
@@ -180,7 +193,8 @@ def one_block(x, block=8192):
     """Wrong for long rows: one block of next_power_of_2(N), whatever the block asked, which Triton refuses
     past 2**20 elements."""
     y = torch.empty_like(x)
-    _one_block_kernel[(x.shape[0],)](x, y, x.shape[1], BLOCK=triton.next_power_of_2(x.shape[1]))
+    BLOCK = triton.next_power_of_2(x.shape[1])
+    _one_block_kernel[(x.shape[0],)](x, y, x.shape[1], BLOCK=BLOCK, num_warps=warps_for(BLOCK))
     return y
 
 
@@ -188,7 +202,8 @@ def one_block_capped(x, block=8192):
     """Wrong for long rows: one block capped at 4096, whatever the block asked, so the rest of a longer row is
     never touched."""
     y = torch.empty_like(x)
-    _one_block_kernel[(x.shape[0],)](x, y, x.shape[1], BLOCK=min(4096, triton.next_power_of_2(x.shape[1])))
+    BLOCK = min(4096, triton.next_power_of_2(x.shape[1]))
+    _one_block_kernel[(x.shape[0],)](x, y, x.shape[1], BLOCK=BLOCK, num_warps=warps_for(BLOCK))
     return y
 
 
@@ -254,7 +269,8 @@ def _torch_max_kernel(x_ptr, y_ptr, N, BLOCK: tl.constexpr):
 def torch_max(x, block=1024):
     """Wrong: the running max taken with tl.max(m, block_max), which reads block_max as an axis."""
     y = torch.empty_like(x)
-    _torch_max_kernel[(x.shape[0],)](x, y, x.shape[1], BLOCK=min(block, triton.next_power_of_2(x.shape[1])))
+    BLOCK = min(block, triton.next_power_of_2(x.shape[1]))
+    _torch_max_kernel[(x.shape[0],)](x, y, x.shape[1], BLOCK=BLOCK, num_warps=warps_for(BLOCK))
     return y
 
 

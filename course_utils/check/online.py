@@ -24,6 +24,10 @@ BUDGET_SHAPE, MAX_READS, MAX_WRITES = (4, 3000), 2.05, 1.05
 # default block, whatever it is: a default as long as the row would take every row in one block, where
 # a sum never rescaled or a max never guarded gives the right answer.
 SPLIT = 4
+# ... and no block above SPLIT_CAP: at the 4 warps a launch gets unless it asks for more, a block of 16,384 is 128
+# values a thread; a GPU compiles far larger ones slowly (with blocks of 2**19 for the long row, 4,096 values a
+# thread, tests/test_check_online.py's first check had not finished after 200 s on an H200)
+SPLIT_CAP = 2**14
 LONG = 2**20 + 17     # Triton caps a block at 2**20 elements: no single block can hold this row
 INF = float("inf")
 
@@ -230,9 +234,10 @@ def _verify(fn, out, x, label, hint):
 
 
 def split_block(n: int) -> int:
-    """The block the check passes for rows of n: the least power of two >= n / SPLIT, so that a row of 3 or
-    more takes 3 or 4 blocks (1,024 for 3,000 columns, 16 for 37, 1 for 1)."""
-    return 1 << (-(-n // SPLIT) - 1).bit_length()
+    """The block the check passes for rows of n: the least power of two >= n / SPLIT, at most SPLIT_CAP, so that
+    a row of 3 or more takes 3 or 4 blocks, more past 65,536 (1,024 for 3,000 columns, 16 for 37, 1 for 1,
+    16,384 for 1,048,593)."""
+    return min(SPLIT_CAP, 1 << (-(-n // SPLIT) - 1).bit_length())
 
 
 def _blocks_named(fn):
